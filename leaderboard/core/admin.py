@@ -1,0 +1,195 @@
+"""Organiser tools: every model, plus reveal, rescore and truth upload."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from scoring.errors import ValidationFailed
+
+from leaderboard.core import models as m
+from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal, truth_load
+from leaderboard.core.services.submissions import submissions_requeue
+
+
+class TruthUploadForm(forms.Form):
+    file = forms.FileField(help_text="The kind's cases file (e.g. cases.csv) with the truth columns.")
+    note = forms.CharField(max_length=300, required=False, help_text="Why the truth changed (kept with the version).")
+    round = forms.ModelChoiceField(queryset=m.Round.objects.none())
+
+    def __init__(self, *args, benchmark=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["round"].queryset = m.Round.objects.filter(benchmark=benchmark).order_by("-number")
+        self.fields["round"].initial = self.fields["round"].queryset.first()
+
+
+class RoundInline(admin.TabularInline):
+    model = m.Round
+    extra = 0
+    fields = ("number", "title", "status", "is_permanent", "opens_at", "closes_at", "resolves_at")
+
+
+@admin.register(m.Benchmark)
+class BenchmarkAdmin(admin.ModelAdmin):
+    list_display = ("title", "slug", "kind", "daily_limit", "is_published", "private_revealed_at", "truth_link")
+    list_filter = ("kind", "is_published")
+    search_fields = ("slug", "title")
+    prepopulated_fields = {"slug": ("title",)}
+    inlines = [RoundInline]
+    actions = ["reveal_private", "hide_private", "rescore"]
+
+    @admin.display(description="truth")
+    def truth_link(self, obj):
+        return format_html('<a href="{}">upload truth</a>', reverse("admin:core_benchmark_truth", args=[obj.pk]))
+
+    @admin.action(description="Reveal the private leaderboard")
+    def reveal_private(self, request, queryset):
+        for b in queryset:
+            benchmark_reveal(benchmark=b)
+        self.message_user(request, f"Revealed {queryset.count()} benchmark(s); ranking now uses the private split.")
+
+    @admin.action(description="Hide the private leaderboard again")
+    def hide_private(self, request, queryset):
+        for b in queryset:
+            benchmark_reveal(benchmark=b, reveal=False)
+        self.message_user(request, "Private leaderboard hidden.")
+
+    @admin.action(description="Rescore every submission")
+    def rescore(self, request, queryset):
+        n = sum(benchmark_rescore(benchmark=b) for b in queryset)
+        self.message_user(request, f"{n} submission(s) queued for rescoring.")
+
+    def get_urls(self):
+        return [path("<int:pk>/truth/", self.admin_site.admin_view(self.truth_view), name="core_benchmark_truth"),
+                *super().get_urls()]
+
+    def truth_view(self, request, pk):
+        benchmark = get_object_or_404(m.Benchmark, pk=pk)
+        form = TruthUploadForm(request.POST or None, request.FILES or None, benchmark=benchmark)
+        errors = []
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            kind = benchmark.kind_impl
+            name = upload.name if upload.name in kind.bundle_files else kind.bundle_files[0]
+            try:
+                bundle = kind.parse_bundle({name: upload.read()}, benchmark.config)
+            except ValidationFailed as exc:
+                errors = exc.errors
+            else:
+                version, changed, requeued = truth_load(
+                    round_=form.cleaned_data["round"], cases=bundle.cases, truth=bundle.truth, user=request.user,
+                    note=form.cleaned_data["note"] or f"uploaded {upload.name} in the admin")
+                if changed:
+                    self.message_user(request, f"Truth version {version} stored; {requeued} submission(s) queued "
+                                               f"for rescoring.")
+                else:
+                    self.message_user(request, f"The truth is unchanged (still version {version}).", messages.WARNING)
+                return redirect("admin:core_benchmark_change", benchmark.pk)
+        return render(request, "admin/core/truth_upload.html", {
+            **self.admin_site.each_context(request), "benchmark": benchmark, "form": form, "errors": errors,
+            "title": f"Upload truth for {benchmark}", "opts": self.model._meta,
+        })
+
+
+@admin.register(m.Round)
+class RoundAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "benchmark", "number", "status", "opens_at", "closes_at", "resolves_at")
+    list_filter = ("status", "benchmark")
+
+
+@admin.register(m.Case)
+class CaseAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "round", "split", "position")
+    list_filter = ("split", "round__benchmark")
+    search_fields = ("external_id",)
+    list_select_related = ("round__benchmark",)
+
+
+@admin.register(m.TruthVersion)
+class TruthVersionAdmin(admin.ModelAdmin):
+    list_display = ("round", "version", "is_final", "created_at", "created_by", "note")
+    list_filter = ("is_final",)
+    readonly_fields = ("sha256",)
+
+
+@admin.register(m.TruthValue)
+class TruthValueAdmin(admin.ModelAdmin):
+    list_display = ("truth_version", "case", "values")
+    list_select_related = ("truth_version__round__benchmark", "case")
+    raw_id_fields = ("truth_version", "case")
+
+
+@admin.register(m.Entrant)
+class EntrantAdmin(admin.ModelAdmin):
+    list_display = ("name", "owner", "is_benchmark_model", "created_at")
+    search_fields = ("name", "owner__username")
+    list_filter = ("is_benchmark_model",)
+
+
+@admin.register(m.Stake)
+class StakeAdmin(admin.ModelAdmin):
+    list_display = ("entrant", "round", "amount")
+
+
+class EventInline(admin.TabularInline):
+    model = m.SubmissionEvent
+    extra = 0
+    readonly_fields = ("status", "reason", "at")
+    can_delete = False
+
+
+@admin.register(m.Submission)
+class SubmissionAdmin(admin.ModelAdmin):
+    list_display = ("id", "benchmark", "entrant", "user", "status", "received_at", "scored_at", "is_selected")
+    list_filter = ("status", "benchmark")
+    search_fields = ("entrant__name", "user__username", "audit_hash", "original_name")
+    list_select_related = ("benchmark", "entrant", "user")
+    readonly_fields = ("audit_hash", "size", "received_at", "started_at", "scored_at", "status_changed_at")
+    raw_id_fields = ("entrant", "user", "round", "truth_version")
+    inlines = [EventInline]
+    actions = ["rescore"]
+
+    @admin.action(description="Rescore the selected submissions")
+    def rescore(self, request, queryset):
+        n = submissions_requeue(queryset, reason="rescoring requested by an organiser")
+        self.message_user(request, f"{n} submission(s) queued for rescoring.")
+
+
+@admin.register(m.Score)
+class ScoreAdmin(admin.ModelAdmin):
+    list_display = ("submission", "split", "metric", "value", "provisional", "truth_version")
+    list_filter = ("split", "provisional", "metric")
+    raw_id_fields = ("submission", "truth_version")
+
+
+@admin.register(m.CaseResult)
+class CaseResultAdmin(admin.ModelAdmin):
+    list_display = ("submission", "case", "split")
+    raw_id_fields = ("submission", "case")
+
+
+@admin.register(m.LeaderboardRow)
+class LeaderboardRowAdmin(admin.ModelAdmin):
+    list_display = ("round", "split", "rank", "entrant", "score", "submissions_count", "updated_at")
+    list_filter = ("split", "round__benchmark")
+    list_select_related = ("round__benchmark", "entrant")
+
+
+@admin.register(m.DailyQuota)
+class DailyQuotaAdmin(admin.ModelAdmin):
+    list_display = ("user", "benchmark", "day", "used")
+    list_filter = ("day",)
+
+
+@admin.register(m.ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("prefix", "user", "name", "created_at", "last_used_at")
+    readonly_fields = ("key_hash", "prefix")
+
+
+@admin.register(m.SubmissionEvent)
+class SubmissionEventAdmin(admin.ModelAdmin):
+    list_display = ("submission", "status", "at", "reason")
+    list_filter = ("status",)

@@ -1,0 +1,46 @@
+"""Token authentication against hashed API tokens (``Authorization: Token KEY``)."""
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from leaderboard.core.models import ApiToken
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def token_create(*, user, name: str = "") -> tuple[ApiToken, str]:
+    """Create a token; returns it and the key, which is shown once and never stored."""
+    key = secrets.token_hex(20)
+    token = ApiToken.objects.create(user=user, name=name[:80], prefix=key[:8], key_hash=hash_key(key))
+    return token, key
+
+
+class TokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Token"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower() not in (b"token", b"bearer"):
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Send the header as 'Authorization: Token KEY'.")
+        try:
+            key = header[1].decode()
+        except UnicodeError:
+            raise exceptions.AuthenticationFailed("The token contains invalid characters.") from None
+        token = ApiToken.objects.select_related("user").filter(key_hash=hash_key(key)).first()
+        if token is None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("Invalid or revoked token; create a new one on your profile page.")
+        now = timezone.now()
+        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user, token
+
+    def authenticate_header(self, request):
+        return self.keyword

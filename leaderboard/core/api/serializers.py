@@ -1,0 +1,103 @@
+"""Output and input serializers of the API. Shapes only: no business rules here."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class ErrorItemSerializer(serializers.Serializer):
+    row = serializers.IntegerField(allow_null=True)
+    column = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class ErrorsSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    errors = ErrorItemSerializer(many=True)
+
+
+class RoundSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    title = serializers.CharField()
+    status = serializers.CharField()
+    opens_at = serializers.DateTimeField()
+    closes_at = serializers.DateTimeField(allow_null=True)
+    resolves_at = serializers.DateTimeField(allow_null=True)
+
+
+class MetricSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+    higher_is_better = serializers.BooleanField()
+
+
+class BenchmarkListSerializer(serializers.Serializer):
+    slug = serializers.SlugField()
+    title = serializers.CharField()
+    kind = serializers.CharField()
+    url = serializers.CharField()
+    daily_limit = serializers.IntegerField()
+
+
+class BenchmarkDetailSerializer(BenchmarkListSerializer):
+    description = serializers.CharField()
+    config = serializers.DictField()
+    ranking_metric = serializers.CharField()
+    metrics = MetricSerializer(many=True)
+    current_round = RoundSerializer(allow_null=True)
+    private_revealed = serializers.BooleanField()
+    remaining_today = serializers.IntegerField(allow_null=True)
+    format = serializers.CharField(help_text="Markdown describing the submission file.")
+
+
+class LeaderboardRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    entrant = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+    metrics = serializers.DictField()
+    submissions = serializers.IntegerField()
+    submission_id = serializers.IntegerField()
+    audit_hash = serializers.CharField()
+    provisional = serializers.BooleanField()
+    updated_at = serializers.DateTimeField()
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    benchmark = serializers.CharField()
+    split = serializers.CharField()
+    ranking_metric = serializers.CharField()
+    rows = LeaderboardRowSerializer(many=True)
+
+
+class SubmissionCreateSerializer(serializers.Serializer):
+    file = serializers.FileField(required=False, help_text="The submission file (multipart).")
+    predictions = serializers.ListField(child=serializers.DictField(), required=False,
+                                        help_text="Instead of a file: the predictions as JSON.")
+    entrant = serializers.CharField(required=False, help_text="Name or id of one of your entrants.")
+
+
+class SubmissionAcceptedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    url = serializers.CharField()
+    audit_hash = serializers.CharField()
+    remaining_today = serializers.IntegerField()
+
+
+class SubmissionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    benchmark = serializers.CharField()
+    entrant = serializers.CharField()
+    status = serializers.CharField()
+    status_reason = serializers.CharField()
+    scores = serializers.DictField(help_text="split -> metric -> value")
+    errors = serializers.ListField()
+    audit_hash = serializers.CharField()
+    original_name = serializers.CharField()
+    size = serializers.IntegerField()
+    is_selected = serializers.BooleanField()
+    provisional = serializers.BooleanField()
+    truth_version = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    scored_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.CharField()

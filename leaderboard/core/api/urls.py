@@ -1,0 +1,14 @@
+from django.urls import path
+
+from leaderboard.core.api import views
+
+urlpatterns = [
+    path("benchmarks/", views.BenchmarkList.as_view(), name="api-benchmarks"),
+    path("benchmarks/<slug:slug>/", views.BenchmarkDetail.as_view(), name="api-benchmark"),
+    path("benchmarks/<slug:slug>/leaderboard/", views.Leaderboard.as_view(), name="api-leaderboard"),
+    path("benchmarks/<slug:slug>/cases/", views.BenchmarkCases.as_view(), name="api-cases"),
+    path("benchmarks/<slug:slug>/submissions/", views.SubmissionCreateOrList.as_view(), name="api-submissions"),
+    path("submissions/<int:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),
+    path("submissions/<int:pk>/cases/", views.SubmissionCases.as_view(), name="api-submission-cases"),
+    path("submissions/<int:pk>/select/", views.SubmissionSelect.as_view(), name="api-submission-select"),
+]

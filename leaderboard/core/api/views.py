@@ -1,0 +1,254 @@
+"""API views: one per action, each calling the same services and selectors as the pages."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import permissions, status
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from scoring.errors import RowError
+
+from leaderboard.core import selectors
+from leaderboard.core.api import serializers as s
+from leaderboard.core.api.errors import error_response
+from leaderboard.core.models import Benchmark, Case, Submission
+from leaderboard.core.quota import QuotaExceeded, quota_remaining
+from leaderboard.core.services.submissions import SubmissionRejected, submission_create, submission_select
+
+
+def _benchmark(request, slug: str) -> Benchmark:
+    qs = Benchmark.objects.all() if request.user.is_staff else Benchmark.objects.filter(is_published=True)
+    return get_object_or_404(qs, slug=slug)
+
+
+def _round_dict(round_):
+    if round_ is None:
+        return None
+    return {"number": round_.number, "title": str(round_), "status": round_.status, "opens_at": round_.opens_at,
+            "closes_at": round_.closes_at, "resolves_at": round_.resolves_at}
+
+
+def benchmark_summary(request, b: Benchmark) -> dict:
+    return {"slug": b.slug, "title": b.title, "kind": b.kind, "daily_limit": b.daily_limit,
+            "url": request.build_absolute_uri(reverse("api-benchmark", args=[b.slug]))}
+
+
+def submission_dict(request, sub: Submission) -> dict:
+    scores = selectors.submission_scores(sub, viewer=request.user)
+    return {
+        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
+        "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
+        "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected,
+        "provisional": bool(sub.truth_version_id and not sub.truth_version.is_final),
+        "truth_version": sub.truth_version.version if sub.truth_version_id else None,
+        "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
+        "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
+    }
+
+
+class BenchmarkList(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses=s.BenchmarkListSerializer(many=True), summary="The benchmarks")
+    def get(self, request):
+        return Response([benchmark_summary(request, b) for b in selectors.benchmarks_visible(request.user)])
+
+
+class BenchmarkDetail(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses=s.BenchmarkDetailSerializer, summary="One benchmark, its config and current round")
+    def get(self, request, slug):
+        b = _benchmark(request, slug)
+        kind = b.kind_impl
+        data = benchmark_summary(request, b) | {
+            "description": b.description,
+            "config": kind.public_config(b.config),
+            "ranking_metric": kind.ranking_metric,
+            "metrics": [{"name": m.name, "label": m.label, "higher_is_better": m.higher_is_better}
+                        for m in kind.metric_specs(b.config)],
+            "current_round": _round_dict(selectors.current_round(b)),
+            "private_revealed": b.private_revealed,
+            "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
+            "format": kind.format_help(b.config),
+        }
+        return Response(data)
+
+
+class Leaderboard(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("split", str, enum=["public", "private"],
+                                     description="private only after the organiser's reveal")],
+        responses={200: s.LeaderboardSerializer, 403: s.ErrorsSerializer},
+        summary="Ranked leaderboard rows",
+    )
+    def get(self, request, slug):
+        b = _benchmark(request, slug)
+        split = request.query_params.get("split") or selectors.default_split(b)
+        if split not in ("public", "private"):
+            return error_response([RowError("split must be 'public' or 'private'", column="split")], 400)
+        if split == "private" and not selectors.private_visible(b, request.user):
+            return error_response([RowError("the private leaderboard is not revealed yet", column="split")], 403)
+        rows = selectors.leaderboard_rows(b, split=split, viewer=request.user)
+        return Response({
+            "benchmark": b.slug, "split": split, "ranking_metric": b.kind_impl.ranking_metric,
+            "rows": [{"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+                      "submissions": r.submissions_count, "submission_id": r.submission_id,
+                      "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
+                      "updated_at": r.updated_at} for r in rows],
+        })
+
+
+class SubmissionCreateOrList(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    throttle_scope = "upload"
+
+    def get_throttles(self):
+        # The upload scope guards POST only; listing uses the default throttles.
+        if self.request.method == "POST":
+            return [ScopedRateThrottle()]
+        return super().get_throttles()
+
+    @extend_schema(responses=s.SubmissionSerializer(many=True), summary="Your submissions to a benchmark, newest first")
+    def get(self, request, slug):
+        b = _benchmark(request, slug)
+        subs = selectors.submissions_for(request.user, benchmark=b).select_related("truth_version")[:200]
+        return Response([submission_dict(request, sub) for sub in subs])
+
+    @extend_schema(
+        request={"multipart/form-data": s.SubmissionCreateSerializer, "application/json": s.SubmissionCreateSerializer},
+        responses={202: s.SubmissionAcceptedSerializer, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer,
+                   413: s.ErrorsSerializer, 429: OpenApiResponse(s.ErrorsSerializer, description="daily limit reached; see Retry-After")},
+        summary="Upload a submission",
+    )
+    def post(self, request, slug):
+        b = _benchmark(request, slug)
+        upload = request.FILES.get("file")
+        kwargs = {}
+        if upload is not None:
+            cap = b.kind_impl.max_upload_bytes(b.config)
+            if upload.size > cap:
+                return error_response([RowError(f"the file is {upload.size:,} bytes; the limit is {cap:,} bytes",
+                                                 column="file")], 413)
+            kwargs = {"data": upload.read(), "filename": upload.name}
+        elif isinstance(request.data, dict) and "predictions" in request.data:
+            predictions = request.data["predictions"]
+            if isinstance(predictions, str):  # a form field carrying JSON text
+                try:
+                    predictions = json.loads(predictions)
+                except json.JSONDecodeError as exc:
+                    return error_response([RowError(f"predictions is not valid JSON: {exc.msg}",
+                                                    column="predictions")], 400)
+            kwargs = {"predictions": predictions}
+        else:
+            return error_response([RowError("send a file (multipart field 'file') or a JSON body with 'predictions'",
+                                             column="file")], 400)
+        entrant = request.data.get("entrant") if hasattr(request.data, "get") else None
+        try:
+            accepted = submission_create(user=request.user, benchmark=b, entrant=entrant, **kwargs)
+        except SubmissionRejected as exc:
+            return error_response(exc.errors, exc.status,
+                                  remaining_today=quota_remaining(user=request.user, benchmark=b))
+        except QuotaExceeded as exc:
+            return error_response([RowError(exc.message)], status.HTTP_429_TOO_MANY_REQUESTS,
+                                  headers={"Retry-After": str(exc.retry_after_seconds)},
+                                  remaining_today=0, reset_at=exc.reset_at.isoformat())
+        sub = accepted.submission
+        return Response(
+            {"id": sub.pk, "status": sub.status,
+             "url": request.build_absolute_uri(reverse("api-submission", args=[sub.pk])),
+             "audit_hash": sub.audit_hash, "remaining_today": accepted.remaining_today},
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+def _own_submission(request, pk) -> Submission:
+    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version")
+    return get_object_or_404(qs, pk=pk)
+
+
+class SubmissionDetail(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=s.SubmissionSerializer, summary="A submission's status and scores (owner or staff)")
+    def get(self, request, pk):
+        return Response(submission_dict(request, _own_submission(request, pk)))
+
+
+class SubmissionCases(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
+        responses={200: {"type": "array", "items": {"type": "object"}}},
+        summary="Per-case debug rows the owner may see",
+    )
+    def get(self, request, pk):
+        sub = _own_submission(request, pk)
+        rows = selectors.submission_case_rows(sub, viewer=request.user)
+        if request.query_params.get("format") == "csv":
+            return csv_response(rows, f"submission-{sub.pk}-cases.csv")
+        return Response(rows)
+
+
+class SubmissionSelect(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: s.SubmissionSerializer, 409: s.ErrorsSerializer},
+                   summary="Select this submission as the entrant's final one")
+    def post(self, request, pk):
+        sub = get_object_or_404(Submission.objects.filter(user=request.user).select_related("benchmark", "entrant",
+                                                                                             "round"), pk=pk)
+        try:
+            submission_select(submission=sub, user=request.user)
+        except SubmissionRejected as exc:
+            return error_response(exc.errors, exc.status)
+        return Response(submission_dict(request, sub))
+
+
+class BenchmarkCases(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
+        responses={200: {"type": "array", "items": {"type": "object"}}},
+        summary="The cases of the current round: ids and what participants may see, never truth",
+    )
+    def get(self, request, slug):
+        b = _benchmark(request, slug)
+        round_ = selectors.leaderboard_round(b)
+        rows = []
+        if round_ is not None:
+            for cid, public in Case.objects.filter(round=round_).order_by("position", "id").values_list(
+                    "external_id", "public"):
+                rows.append({"case_id": cid, **public})
+        if request.query_params.get("format") == "csv":
+            return csv_response(rows, f"{b.slug}-cases.csv")
+        return Response(rows)
+
+
+def csv_response(rows: list[dict], filename: str) -> HttpResponse:
+    columns: list[str] = []
+    for row in rows:
+        for key in row:
+            if key not in columns:
+                columns.append(key)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    response = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

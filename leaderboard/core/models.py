@@ -1,0 +1,357 @@
+"""The data model shared by every benchmark kind.
+
+A benchmark has rounds (a static competition has one permanent round). Cases
+belong to a round; truth arrives in versions (a change is a new version; an
+interim snapshot is a non-final version). Entrants are owned by users and
+submit to rounds. Scores are long-form rows that record the truth version they
+came from; per-case rows feed the debug table; leaderboard rows are
+precomputed in the same transaction as the scores they summarise.
+"""
+from __future__ import annotations
+
+import secrets
+import uuid
+from pathlib import PurePath
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Benchmark(models.Model):
+    slug = models.SlugField(max_length=80, unique=True)
+    title = models.CharField(max_length=200)
+    kind = models.CharField(max_length=40)
+    description = models.TextField(blank=True, help_text="Markdown.")
+    config = models.JSONField(default=dict, blank=True, help_text="Validated by the kind.")
+    daily_limit = models.PositiveIntegerField(default=5, help_text="Accepted submissions per user per UTC day.")
+    is_published = models.BooleanField(default=True)
+    # When set, the private split is shown and ranks the final leaderboard.
+    private_revealed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title", "id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def kind_impl(self):
+        from scoring.kinds import get_kind
+
+        return get_kind(self.kind)
+
+    @property
+    def private_revealed(self) -> bool:
+        return self.private_revealed_at is not None
+
+
+class RoundQuerySet(models.QuerySet):
+    def open(self):
+        return self.filter(status=Round.Status.OPEN)
+
+
+class Round(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open", "open"
+        CLOSED = "closed", "closed"
+        RESOLVED = "resolved", "resolved"
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    # A static competition's one round never closes.
+    is_permanent = models.BooleanField(default=False)
+    opens_at = models.DateTimeField(default=timezone.now)
+    closes_at = models.DateTimeField(null=True, blank=True)
+    resolves_at = models.DateTimeField(null=True, blank=True, help_text="When final truth is expected.")
+    status_changed_at = models.DateTimeField(default=timezone.now)
+    # Round-level facts a kind needs (option universe, S&P 500 prices...).
+    data = models.JSONField(default=dict, blank=True)
+
+    objects = RoundQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["benchmark_id", "-number", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["benchmark", "number"], name="round_number_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"{self.benchmark.slug} round {self.number}"
+
+
+class Case(models.Model):
+    class Split(models.TextChoices):
+        PUBLIC = "public", "public"
+        PRIVATE = "private", "private"
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="cases")
+    external_id = models.CharField(max_length=200)
+    split = models.CharField(max_length=10, choices=Split.choices, default=Split.PUBLIC)
+    # What participants may see (fold, de-identified text...).
+    public = models.JSONField(default=dict, blank=True)
+    # Staff only: original text, identifiers, de-identification log.
+    private = models.JSONField(default=dict, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["round_id", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "external_id"], name="case_id_unique_in_round"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class TruthVersion(models.Model):
+    """One version of a round's truth. Scores say which version they came from."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="truth_versions")
+    version = models.PositiveIntegerField()
+    # False for interim snapshots: their scores are provisional.
+    is_final = models.BooleanField(default=True)
+    sha256 = models.CharField(max_length=64)
+    note = models.CharField(max_length=300, blank=True)
+    # Round-level truth (benchmark index returns, stakes...).
+    extra = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["round_id", "-version", "id"]
+        get_latest_by = "version"
+        constraints = [
+            models.UniqueConstraint(fields=["round", "version"], name="truth_version_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.round} truth v{self.version}{'' if self.is_final else ' (interim)'}"
+
+
+class TruthValue(models.Model):
+    truth_version = models.ForeignKey(TruthVersion, on_delete=models.CASCADE, related_name="values")
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="truth_values")
+    values = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["truth_version_id", "case_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["truth_version", "case"], name="truth_value_unique"),
+        ]
+
+
+class Entrant(models.Model):
+    """What appears on a leaderboard: a user's model or team. A user owns one or more."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="entrants")
+    name = models.CharField(max_length=80, unique=True)
+    description = models.CharField(max_length=300, blank=True)
+    # Counts in the benchmark meta model of round kinds.
+    is_benchmark_model = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Stake(models.Model):
+    """An entrant's stake in a round (weights the stake-weighted meta model)."""
+
+    entrant = models.ForeignKey(Entrant, on_delete=models.CASCADE, related_name="stakes")
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="stakes")
+    amount = models.DecimalField(max_digits=20, decimal_places=6)
+
+    class Meta:
+        ordering = ["round_id", "entrant_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["entrant", "round"], name="stake_unique"),
+            models.CheckConstraint(condition=Q(amount__gte=0), name="stake_non_negative"),
+        ]
+
+
+def submission_upload_to(instance: "Submission", filename: str) -> str:
+    # Stored under a generated name; the participant's name is kept in original_name.
+    suffix = PurePath(filename).suffix.lower()[:10]
+    now = timezone.now()
+    return f"submissions/{now:%Y/%m/%d}/{uuid.uuid4().hex}{suffix}"
+
+
+class SubmissionQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        if user.is_staff:
+            return self
+        return self.filter(user=user)
+
+
+class Submission(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        SCORING = "scoring", "scoring"
+        SCORED = "scored", "scored"
+        FAILED = "failed", "failed"
+
+    FINAL_STATUSES = (Status.SCORED, Status.FAILED)
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="submissions")
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="submissions")
+    entrant = models.ForeignKey(Entrant, on_delete=models.CASCADE, related_name="submissions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
+    file = models.FileField(upload_to=submission_upload_to, max_length=300)
+    original_name = models.CharField(max_length=255)
+    size = models.PositiveBigIntegerField()
+    # SHA-256 of the canonical payload; shown publicly.
+    audit_hash = models.CharField(max_length=64, db_index=True)
+    # The validated submission in the kind's canonical JSON form.
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    status_reason = models.TextField(blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    # The participant's choice for the private leaderboard.
+    is_selected = models.BooleanField(default=False)
+    # False once a server-side failure refunded the daily quota.
+    counts_against_limit = models.BooleanField(default=True)
+    attempts = models.PositiveIntegerField(default=0)
+    truth_version = models.ForeignKey(TruthVersion, null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="+")
+    received_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
+    status_changed_at = models.DateTimeField(default=timezone.now)
+
+    objects = SubmissionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        indexes = [
+            # "My submissions" and the daily-count display: a user's rows on a benchmark by time.
+            models.Index(fields=["user", "benchmark", "received_at"], name="submission_user_day"),
+            # The stuck-submission sweep: unfinished rows by age.
+            models.Index(fields=["status", "status_changed_at"], name="submission_status_age"),
+            # Leaderboard refresh: a round's submissions per entrant.
+            models.Index(fields=["round", "entrant"], name="submission_round_entrant"),
+        ]
+        constraints = [
+            # One selected final submission per entrant and round.
+            models.UniqueConstraint(fields=["entrant", "round"], condition=Q(is_selected=True),
+                                    name="one_selected_per_entrant_round"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.entrant} on {self.benchmark.slug}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL_STATUSES
+
+
+class SubmissionEvent(models.Model):
+    """Audit trail: every status change of a submission, with its reason."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="events")
+    status = models.CharField(max_length=10, choices=Submission.Status.choices)
+    reason = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["submission_id", "at", "id"]
+
+
+class Score(models.Model):
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="scores")
+    metric = models.CharField(max_length=80)
+    split = models.CharField(max_length=10, choices=Case.Split.choices)
+    value = models.FloatField(null=True, blank=True)  # null: not available (n/a)
+    provisional = models.BooleanField(default=False)
+    truth_version = models.ForeignKey(TruthVersion, on_delete=models.PROTECT, related_name="scores")
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["submission_id", "split", "metric", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "split", "metric"], name="score_unique"),
+        ]
+
+
+class CaseResult(models.Model):
+    """One row of a submission's per-case debug table."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="case_results")
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="+")
+    split = models.CharField(max_length=10, choices=Case.Split.choices)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["submission_id", "case_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "case"], name="case_result_unique"),
+        ]
+
+
+class LeaderboardRow(models.Model):
+    """Precomputed: one entrant's standing in a round and split. Pages read only these."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="leaderboard_rows")
+    split = models.CharField(max_length=10, choices=Case.Split.choices)
+    entrant = models.ForeignKey(Entrant, on_delete=models.CASCADE, related_name="+")
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
+    rank = models.PositiveIntegerField()
+    score = models.FloatField(null=True)
+    metrics = models.JSONField(default=dict)
+    submissions_count = models.PositiveIntegerField(default=0)
+    provisional = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["round_id", "split", "rank", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "split", "entrant"], name="leaderboard_row_unique"),
+        ]
+
+
+class DailyQuota(models.Model):
+    """Accepted submissions of a user on a benchmark on one UTC day.
+
+    Incremented with a conditional UPDATE (used < limit), so concurrent posts
+    from any number of server processes can never accept more than the limit.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    used = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-day", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "benchmark", "day"], name="daily_quota_unique"),
+        ]
+
+
+def _token_prefix() -> str:
+    return secrets.token_hex(4)
+
+
+class ApiToken(models.Model):
+    """An API token. Only its SHA-256 is stored; the key is shown once at creation."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=80, blank=True)
+    prefix = models.CharField(max_length=8, default=_token_prefix)
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"

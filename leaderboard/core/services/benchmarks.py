@@ -1,0 +1,224 @@
+"""Benchmarks: load from bundles, load truth, reveal, rescore."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from scoring.errors import RowError, ValidationFailed
+from scoring.kinds import get_kind, kind_names
+from scoring.kinds.base import CaseSet, Truth
+
+from leaderboard.core.models import Benchmark, Case, Round, Submission, TruthValue, TruthVersion
+from leaderboard.core.services.casedata import latest_truth_version
+from leaderboard.core.services.leaderboards import leaderboard_refresh
+from leaderboard.core.services.submissions import submissions_requeue
+
+log = logging.getLogger("leaderboard.benchmarks")
+
+MAX_BUNDLE_FILE_BYTES = 200 * 1024 * 1024
+
+
+class BundleError(Exception):
+    def __init__(self, errors: list[RowError]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
+@dataclass
+class LoadReport:
+    benchmark: Benchmark
+    created: bool
+    truth_version: int | None
+    truth_changed: bool
+    cases: int
+    requeued: int
+    notes: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        verb = "created" if self.created else "updated"
+        truth = (f"truth version {self.truth_version} ({'new' if self.truth_changed else 'unchanged'})"
+                 if self.truth_version else "no truth")
+        out = f"{verb} {self.benchmark.slug}: {self.cases} cases, {truth}, {self.requeued} submissions queued for rescoring"
+        return "\n".join([out, *self.notes])
+
+
+def _read_meta(directory: Path) -> dict[str, Any]:
+    meta_path = directory / "benchmark.json"
+    if not directory.is_dir():
+        raise BundleError([RowError(f"{directory} is not a folder")])
+    if not meta_path.is_file():
+        raise BundleError([RowError("missing: a bundle folder needs benchmark.json", file="benchmark.json")])
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8-sig"))
+    except UnicodeDecodeError:
+        raise BundleError([RowError("not UTF-8 text", file="benchmark.json")]) from None
+    except json.JSONDecodeError as exc:
+        raise BundleError([RowError(f"invalid JSON: {exc.msg}", row=exc.lineno, file="benchmark.json")]) from None
+    if not isinstance(meta, dict):
+        raise BundleError([RowError("must be a JSON object", file="benchmark.json")])
+    errors = []
+    for key in ("slug", "title", "kind"):
+        if not isinstance(meta.get(key), str) or not meta[key].strip():
+            errors.append(RowError("required, a non-empty string", column=key, file="benchmark.json"))
+    if isinstance(meta.get("slug"), str) and meta["slug"] != slugify(meta["slug"]):
+        errors.append(RowError(f"{meta['slug']!r} is not a slug (lowercase letters, digits, hyphens)",
+                               column="slug", file="benchmark.json"))
+    if isinstance(meta.get("kind"), str) and meta["kind"] not in kind_names():
+        errors.append(RowError(f"unknown kind {meta['kind']!r}; known: {', '.join(kind_names())}",
+                               column="kind", file="benchmark.json"))
+    limit = meta.get("daily_limit", 5)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        errors.append(RowError("must be a positive integer", column="daily_limit", file="benchmark.json"))
+    if not isinstance(meta.get("config", {}), dict):
+        errors.append(RowError("must be a JSON object", column="config", file="benchmark.json"))
+    if not isinstance(meta.get("description", ""), str):
+        errors.append(RowError("must be a string (markdown)", column="description", file="benchmark.json"))
+    unknown = set(meta) - {"slug", "title", "kind", "description", "daily_limit", "config", "published"}
+    if unknown:
+        errors.append(RowError(f"unknown keys: {', '.join(sorted(unknown))}", file="benchmark.json"))
+    if errors:
+        raise BundleError(errors)
+    return meta
+
+
+def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
+    """Create or update a benchmark from a bundle folder; idempotent.
+
+    Everything is validated before anything is written, and written in one
+    transaction: a bad bundle changes nothing. Truth that changed becomes a
+    new truth version and queues a rescore of the round's submissions.
+    """
+    directory = Path(directory)
+    meta = _read_meta(directory)
+    kind = get_kind(meta["kind"])
+    try:
+        config = kind.validate_config(meta.get("config", {}))
+    except ValidationFailed as exc:
+        raise BundleError([RowError(e.message, e.row, e.column or "config", "benchmark.json")
+                           for e in exc.errors]) from None
+    files: dict[str, bytes] = {}
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path.name != "benchmark.json" and not path.name.startswith("."):
+            if path.stat().st_size > MAX_BUNDLE_FILE_BYTES:
+                raise BundleError([RowError("file too large for a bundle", file=path.name)])
+            files[path.name] = path.read_bytes()
+    try:
+        bundle = kind.parse_bundle(files, config)
+    except ValidationFailed as exc:
+        raise BundleError(exc.errors) from None
+
+    with transaction.atomic():
+        benchmark, created = Benchmark.objects.select_for_update().get_or_create(
+            slug=meta["slug"],
+            defaults={"title": meta["title"], "kind": meta["kind"]},
+        )
+        if not created and benchmark.kind != meta["kind"]:
+            raise BundleError([RowError(
+                f"benchmark {benchmark.slug!r} is of kind {benchmark.kind!r}; a bundle cannot change its kind",
+                column="kind", file="benchmark.json")])
+        benchmark.title = meta["title"]
+        benchmark.description = meta.get("description", "")
+        benchmark.daily_limit = meta.get("daily_limit", 5)
+        benchmark.config = bundle.config
+        benchmark.is_published = bool(meta.get("published", True))
+        benchmark.save()
+        round_, _ = Round.objects.get_or_create(
+            benchmark=benchmark, number=1,
+            defaults={"is_permanent": True, "title": benchmark.title, "status": Round.Status.OPEN},
+        )
+        report = truth_load(round_=round_, cases=bundle.cases, truth=bundle.truth, user=user,
+                            note=f"loaded from {directory.name}")
+        return LoadReport(benchmark=benchmark, created=created, truth_version=report[0], truth_changed=report[1],
+                          cases=len(bundle.cases.cases), requeued=report[2])
+
+
+def _truth_digest(cases: CaseSet, truth: Truth) -> str:
+    canonical = {
+        "cases": [[c.case_id, c.split] for c in cases.cases],
+        "truth": {cid: truth.values.get(cid) for cid in sorted(truth.values)},
+        "final": truth.final,
+        "extra": truth.extra,
+    }
+    return hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def truth_load(*, round_: Round, cases: CaseSet, truth: Truth, user=None, note: str = "") -> tuple[int | None, bool, int]:
+    """Store a round's cases and, if it changed, a new truth version; rescore what it affects.
+
+    Returns (current truth version number, whether it changed, submissions requeued).
+    Side effects: cases created/updated/removed; a TruthVersion with values;
+    the round's scored and failed submissions requeued on commit.
+    """
+    with transaction.atomic():
+        existing = {c.external_id: c for c in Case.objects.filter(round=round_)}
+        keep = set()
+        to_create, to_update = [], []
+        for position, pc in enumerate(cases.cases):
+            keep.add(pc.case_id)
+            case = existing.get(pc.case_id)
+            if case is None:
+                to_create.append(Case(round=round_, external_id=pc.case_id, split=pc.split, public=pc.public,
+                                      private=pc.private, position=position))
+            elif (case.split, case.public, case.private, case.position) != (pc.split, pc.public, pc.private, position):
+                case.split, case.public, case.private, case.position = pc.split, pc.public, pc.private, position
+                to_update.append(case)
+        Case.objects.bulk_create(to_create, batch_size=1000)
+        Case.objects.bulk_update(to_update, ["split", "public", "private", "position"], batch_size=1000)
+        removed = [c.pk for cid, c in existing.items() if cid not in keep]
+        if removed:
+            Case.objects.filter(pk__in=removed).delete()
+
+        if not truth.values:
+            return None, False, 0
+        digest = _truth_digest(cases, truth)
+        latest = latest_truth_version(round_)
+        if latest is not None and latest.sha256 == digest:
+            return latest.version, False, 0
+        version = TruthVersion.objects.create(
+            round=round_, version=(latest.version + 1) if latest else 1, is_final=truth.final,
+            sha256=digest, note=note[:300], extra=truth.extra, created_by=user,
+        )
+        case_ids = dict(Case.objects.filter(round=round_).values_list("external_id", "id"))
+        TruthValue.objects.bulk_create(
+            (TruthValue(truth_version=version, case_id=case_ids[cid], values=vals)
+             for cid, vals in truth.values.items() if cid in case_ids),
+            batch_size=1000,
+        )
+        requeued = 0
+        if latest is not None:
+            requeued = submissions_requeue(
+                Submission.objects.filter(round=round_, status__in=[Submission.Status.SCORED,
+                                                                    Submission.Status.FAILED]),
+                reason=f"rescoring: truth changed to version {version.version}",
+            )
+        log.info("round %s: truth version %s, %s submissions requeued", round_.pk, version.version, requeued)
+        return version.version, True, requeued
+
+
+def benchmark_reveal(*, benchmark: Benchmark, reveal: bool = True) -> None:
+    """Show (or hide again) the private leaderboard; ranking switches to the private split."""
+    benchmark.private_revealed_at = timezone.now() if reveal else None
+    benchmark.save(update_fields=["private_revealed_at", "updated_at"])
+
+
+def benchmark_rescore(*, benchmark: Benchmark) -> int:
+    """Requeue every scored or failed submission of a benchmark (organiser action)."""
+    return submissions_requeue(
+        Submission.objects.filter(benchmark=benchmark, status__in=[Submission.Status.SCORED,
+                                                                   Submission.Status.FAILED]),
+        reason="rescoring requested by an organiser",
+    )
+
+
+def round_leaderboards_refresh(*, benchmark: Benchmark) -> None:
+    with transaction.atomic():
+        for round_ in Round.objects.filter(benchmark=benchmark):
+            leaderboard_refresh(round_)

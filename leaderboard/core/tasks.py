@@ -1,0 +1,17 @@
+"""Celery tasks: thin wrappers that take primitive ids and call one service."""
+from __future__ import annotations
+
+from celery import shared_task
+
+from leaderboard.core.services import submissions
+
+
+@shared_task(name="leaderboard.score_submission", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def score_submission(*, submission_id: int) -> str | None:
+    # Idempotent: a redelivery after a worker died finds the row and redoes or skips it.
+    return submissions.submission_score(submission_id=submission_id)
+
+
+@shared_task(name="leaderboard.sweep_stuck_submissions", ignore_result=True)
+def sweep_stuck_submissions() -> dict[str, int]:
+    return submissions.submissions_sweep_stuck()

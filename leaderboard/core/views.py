@@ -1,0 +1,246 @@
+"""Server-rendered pages. Thin: they call the same services and selectors as the API."""
+from __future__ import annotations
+
+import markdown
+import nh3
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.decorators import method_decorator
+from django.views.decorators.http import require_http_methods, require_POST
+
+from leaderboard.core import selectors
+from leaderboard.core.api.auth import token_create
+from leaderboard.core.api.views import csv_response
+from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
+from leaderboard.core.models import ApiToken, Benchmark, Case, Entrant, Submission
+from leaderboard.core.quota import QuotaExceeded, quota_remaining
+from leaderboard.core.services.casedata import round_caseset
+from leaderboard.core.services.submissions import (
+    SubmissionRejected,
+    entrant_create,
+    entrant_default,
+    submission_create,
+    submission_select,
+)
+
+
+def render_markdown(text: str) -> str:
+    return nh3.clean(markdown.markdown(text or "", extensions=["tables", "fenced_code"]))
+
+
+def _benchmark(request, slug: str) -> Benchmark:
+    qs = Benchmark.objects.all() if request.user.is_staff else Benchmark.objects.filter(is_published=True)
+    return get_object_or_404(qs, slug=slug)
+
+
+def _metric_columns(benchmark: Benchmark, limit: int = 8):
+    """The metrics shown as leaderboard columns: the ranking one first, then the others."""
+    kind = benchmark.kind_impl
+    specs = list(kind.metric_specs(benchmark.config))
+    specs.sort(key=lambda m: m.name != kind.ranking_metric)
+    return specs[:limit]
+
+
+def benchmark_list(request):
+    benchmarks = selectors.benchmarks_visible(request.user)
+    return render(request, "core/benchmark_list.html", {"benchmarks": benchmarks})
+
+
+def benchmark_detail(request, slug):
+    b = _benchmark(request, slug)
+    split = request.GET.get("split") or selectors.default_split(b)
+    if split not in ("public", "private") or (split == "private" and not selectors.private_visible(b, request.user)):
+        split = "public"
+    rows = selectors.leaderboard_rows(b, split=split, viewer=request.user)
+    kind = b.kind_impl
+    return render(request, "core/benchmark_detail.html", {
+        "benchmark": b,
+        "kind": kind,
+        "description_html": render_markdown(b.description),
+        "format_html": render_markdown(kind.format_help(b.config)),
+        "rows": rows,
+        "split": split,
+        "private_visible": selectors.private_visible(b, request.user),
+        "columns": _metric_columns(b),
+        "round": selectors.leaderboard_round(b),
+        "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
+    })
+
+
+def benchmark_example(request, slug):
+    b = _benchmark(request, slug)
+    round_ = selectors.leaderboard_round(b)
+    if round_ is None:
+        raise Http404("this benchmark has no round yet")
+    filename, data = b.kind_impl.example_submission(round_caseset(round_), b.config)
+    response = HttpResponse(data, content_type="text/csv" if filename.endswith(".csv") else "application/json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def benchmark_cases(request, slug):
+    b = _benchmark(request, slug)
+    round_ = selectors.leaderboard_round(b)
+    cases = list(Case.objects.filter(round=round_).order_by("position", "id").values("external_id", "public")) if round_ else []
+    if request.GET.get("format") == "csv":
+        return csv_response([{"case_id": c["external_id"], **c["public"]} for c in cases], f"{b.slug}-cases.csv")
+    columns = []
+    for c in cases:
+        for key in c["public"]:
+            if key not in columns:
+                columns.append(key)
+    return render(request, "core/benchmark_cases.html", {"benchmark": b, "cases": cases, "columns": columns})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit(request, slug):
+    b = _benchmark(request, slug)
+    entrant_default(request.user)
+    entrants = list(Entrant.objects.filter(owner=request.user).order_by("created_at", "id"))
+    form = SubmitForm(request.POST or None, request.FILES or None, entrants=entrants)
+    errors, status, retry_after = [], 200, None
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        cap = b.kind_impl.max_upload_bytes(b.config)
+        try:
+            if upload.size > cap:
+                raise SubmissionRejected([], status=413)
+            accepted = submission_create(user=request.user, benchmark=b, data=upload.read(), filename=upload.name,
+                                         entrant=form.cleaned_data.get("entrant") or None)
+        except SubmissionRejected as exc:
+            errors = [e.as_dict() for e in exc.errors] or [
+                {"row": None, "column": None, "message": f"the file is {upload.size:,} bytes; the limit is {cap:,} bytes"}]
+            status = exc.status
+        except QuotaExceeded as exc:
+            errors, status = [{"row": None, "column": None, "message": exc.message}], 429
+            retry_after = exc.retry_after_seconds
+        else:
+            messages.success(request, f"Received {upload.name}: it is queued for scoring. "
+                                      f"{accepted.remaining_today} submissions left today.")
+            return redirect("submission_detail", pk=accepted.submission.pk)
+    elif request.method == "POST":
+        status = 400
+    response = render(request, "core/submit.html", {
+        "benchmark": b,
+        "form": form,
+        "errors": errors,
+        "remaining_today": quota_remaining(user=request.user, benchmark=b),
+        "format_html": render_markdown(b.kind_impl.format_help(b.config)),
+    }, status=status)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+@login_required
+def my_submissions(request):
+    subs = list(selectors.submissions_for(request.user)[:200])
+    headline = selectors.submissions_headline(subs)
+    for sub in subs:
+        sub.headline = headline.get(sub.pk)
+    return render(request, "core/my_submissions.html", {"submissions": subs})
+
+
+@login_required
+def submission_detail(request, pk):
+    sub = get_object_or_404(
+        Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round"),
+        pk=pk,
+    )
+    kind = sub.benchmark.kind_impl
+    scores = selectors.submission_scores(sub, viewer=request.user)
+    specs = {m.name: m for m in kind.metric_specs(sub.benchmark.config)}
+    score_tables = [
+        (split, [(specs.get(name).label if name in specs else name, value) for name, value in metrics.items()])
+        for split, metrics in sorted(scores.items())
+    ]
+    return render(request, "core/submission_detail.html", {
+        "sub": sub,
+        "benchmark": sub.benchmark,
+        "score_tables": score_tables,
+        "case_rows": selectors.submission_case_rows(sub, viewer=request.user),
+        "events": list(sub.events.order_by("at", "id")),
+        "can_select": sub.user_id == request.user.pk and sub.status == Submission.Status.SCORED,
+    })
+
+
+@login_required
+@require_POST
+def submission_select_view(request, pk):
+    sub = get_object_or_404(Submission.objects.filter(user=request.user).select_related("benchmark", "entrant", "round"),
+                            pk=pk)
+    try:
+        submission_select(submission=sub, user=request.user)
+        messages.success(request, f"Submission #{sub.pk} is now {sub.entrant.name}'s final choice.")
+    except SubmissionRejected as exc:
+        messages.error(request, "; ".join(e.message for e in exc.errors))
+    return redirect("submission_detail", pk=sub.pk)
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request):
+    if request.user.is_authenticated:
+        return redirect("benchmark_list")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        entrant_default(user)
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.username}. Your entrant {user.username!r} is ready.")
+        return redirect("benchmark_list")
+    return render(request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@method_decorator(require_http_methods(["GET", "POST"]), name="dispatch")
+class ThrottledLoginView(LoginView):
+    """Django's login view behind the per-address login throttle."""
+
+    def post(self, request, *args, **kwargs):
+        from leaderboard.core.api.throttles import LoginThrottle
+
+        throttle = LoginThrottle()
+        if not throttle.allow_request(request, self):
+            response = render(request, "registration/login.html", {
+                "form": self.get_form(), "throttled": int(throttle.wait() or 60)}, status=429)
+            response["Retry-After"] = str(int(throttle.wait() or 60))
+            return response
+        return super().post(request, *args, **kwargs)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def profile(request):
+    new_key = None
+    token_form, entrant_form = TokenForm(), EntrantForm()
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action == "create_token":
+            token_form = TokenForm(request.POST)
+            if token_form.is_valid():
+                _, new_key = token_create(user=request.user, name=token_form.cleaned_data["name"])
+        elif action == "revoke_token":
+            deleted, _ = ApiToken.objects.filter(user=request.user, pk=request.POST.get("token")).delete()
+            messages.success(request, "Token revoked." if deleted else "That token was already gone.")
+            return redirect("profile")
+        elif action == "create_entrant":
+            entrant_form = EntrantForm(request.POST)
+            if entrant_form.is_valid():
+                try:
+                    entrant_create(owner=request.user, **entrant_form.cleaned_data)
+                    messages.success(request, f"Entrant {entrant_form.cleaned_data['name']!r} created.")
+                    return redirect("profile")
+                except SubmissionRejected as exc:
+                    entrant_form.add_error("name", exc.errors[0].message)
+    entrant_default(request.user)
+    return render(request, "core/profile.html", {
+        "tokens": list(ApiToken.objects.filter(user=request.user).order_by("-created_at", "-id")),
+        "entrants": list(Entrant.objects.filter(owner=request.user).order_by("created_at", "id")),
+        "new_key": new_key,
+        "token_form": token_form,
+        "entrant_form": entrant_form,
+    })

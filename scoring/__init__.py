@@ -1,0 +1,1 @@
+"""Pure scoring code: metrics and benchmark kinds. No Django import anywhere below."""

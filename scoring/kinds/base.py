@@ -1,0 +1,194 @@
+"""The interface every benchmark kind implements.
+
+A kind is pure: bytes in, typed tables out; tables in, metrics and per-case rows
+out. The Django layer stores what a kind returns and never computes a metric.
+
+Data exchanged with the Django layer:
+
+* ``CaseSet``: the cases of a round as the organiser loaded them: external id,
+  split and the participant-visible attributes (``public`` dict, e.g. the fold
+  of an antibody or the text of a press release).
+* ``Truth``: per case id, a dict of truth values (as loaded from the bundle or a
+  truth snapshot), plus round-level extras (``extra``: stakes, benchmark S&P
+  returns...). ``final`` is False for interim snapshots: scores computed from it
+  are provisional.
+* A parsed submission: whatever ``parse_submission`` returns; it must be
+  JSON-serialisable through ``dump_submission`` so a worker can re-load it from
+  the stored canonical payload, and ``canonical_bytes`` is what the audit hash
+  covers.
+* ``Result``: metrics per split (``{"public": {"score": 0.4, ...}, "private": {...}}``)
+  and per-case rows (dicts with at least ``case_id`` and ``split``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+from scoring.errors import RowError, ValidationFailed
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    label: str
+    higher_is_better: bool = True
+    fmt: str = "{:.4f}"  # how pages format the value
+    description: str = ""
+
+
+@dataclass
+class Case:
+    case_id: str
+    split: str = "public"  # "public" or "private"
+    public: dict[str, Any] = field(default_factory=dict)
+    # Staff-only attributes kept with the case (original text, identifiers).
+    private: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CaseSet:
+    cases: list[Case]
+
+    def ids(self) -> list[str]:
+        return [c.case_id for c in self.cases]
+
+    def by_id(self) -> dict[str, Case]:
+        return {c.case_id: c for c in self.cases}
+
+
+@dataclass
+class Truth:
+    values: dict[str, dict[str, Any]]  # case_id -> {column: value}
+    final: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    metrics: dict[str, dict[str, float | None]]  # split -> metric -> value
+    cases: list[dict[str, Any]] = field(default_factory=list)
+    provisional: bool = False
+
+
+@dataclass
+class Bundle:
+    """What a kind makes of a bundle folder: cases, truth and the normalised config."""
+
+    config: dict[str, Any]
+    cases: CaseSet
+    truth: Truth
+
+
+class Kind:
+    """Base class. Subclasses set the class attributes and implement the methods."""
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    metrics: ClassVar[tuple[MetricSpec, ...]] = ()
+    ranking_metric: ClassVar[str] = "score"
+    # Does scoring need the whole round at once (meta model, pairwise stats)?
+    scores_whole_round: ClassVar[bool] = False
+    # Splits a submission is scored on; the first is the public leaderboard's.
+    splits: ClassVar[tuple[str, ...]] = ("public", "private")
+    # File names a bundle folder may hold (besides benchmark.json).
+    bundle_files: ClassVar[tuple[str, ...]] = ("cases.csv",)
+    submission_formats: ClassVar[tuple[str, ...]] = ("csv",)
+    # May a participant see per-case rows (with truth) of the public split
+    # before the private split is revealed? False for hidden test sets.
+    case_rows_public: ClassVar[bool] = True
+
+    # -- configuration ------------------------------------------------------
+    def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the config with defaults filled in, or raise ValidationFailed."""
+        raise NotImplementedError
+
+    def public_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The part of the config participants may see (default: all of it)."""
+        return dict(config)
+
+    def leaderboard_eligible(self, metrics: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+        """Whether a submission's metrics in one split may appear on the leaderboard."""
+        return True
+
+    def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+        """The metrics of a benchmark with this config (some kinds add per-property metrics)."""
+        return self.metrics
+
+    def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+        """The metrics a benchmark of this kind reports, in display order.
+
+        Default: the fixed ``metrics``. Kinds whose metrics depend on the config
+        (one per configured property, say) override this.
+        """
+        return self.metrics
+
+    def metric(self, name: str) -> MetricSpec:
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    # -- bundles ------------------------------------------------------------
+    def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
+        """Parse a bundle's data files (name -> bytes). Errors name file, row, column."""
+        raise NotImplementedError
+
+    # -- submissions --------------------------------------------------------
+    def max_upload_bytes(self, config: Mapping[str, Any]) -> int:
+        return int(config.get("max_upload_bytes", 10 * 1024 * 1024))
+
+    def parse_submission(
+        self, data: bytes, *, filename: str, cases: CaseSet, config: Mapping[str, Any]
+    ) -> Any:
+        """Validate an upload; return the parsed submission or raise ValidationFailed."""
+        raise NotImplementedError
+
+    def parse_json_predictions(
+        self, predictions: Any, *, cases: CaseSet, config: Mapping[str, Any]
+    ) -> Any:
+        """Validate a JSON body's ``predictions`` list (API clients); same rules as files."""
+        raise ValidationFailed([RowError(f"kind {self.name!r} takes file uploads only")])
+
+    def dump_submission(self, parsed: Any) -> dict[str, Any]:
+        """A JSON-serialisable form of a parsed submission (stored canonically)."""
+        raise NotImplementedError
+
+    def load_submission(self, data: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def canonical_bytes(self, parsed: Any) -> bytes:
+        """The canonical payload whose SHA-256 is the audit hash."""
+        return json.dumps(self.dump_submission(parsed), sort_keys=True, separators=(",", ":")).encode()
+
+    def example_submission(self, cases: CaseSet, config: Mapping[str, Any]) -> tuple[str, bytes]:
+        """A valid example file (filename, bytes) for the benchmark page."""
+        raise NotImplementedError
+
+    def format_help(self, config: Mapping[str, Any]) -> str:
+        """Markdown describing the submission format for this benchmark."""
+        raise NotImplementedError
+
+    # -- scoring ------------------------------------------------------------
+    def score(self, parsed: Any, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> Result:
+        """Score one submission."""
+        return self.score_round({"_": parsed}, cases=cases, truth=truth, config=config)["_"]
+
+    def score_round(
+        self,
+        submissions: Mapping[Any, Any],
+        *,
+        cases: CaseSet,
+        truth: Truth,
+        config: Mapping[str, Any],
+        extra: Mapping[Any, Mapping[str, Any]] | None = None,
+    ) -> dict[Any, Result]:
+        """Score all submissions of a round together (key -> parsed).
+
+        ``extra`` carries per-submission facts a round kind needs (stake,
+        benchmark-model flag). Kinds that score each file alone loop over
+        ``score``; round kinds (meta model, pairwise statistics) override this.
+        """
+        if type(self).score is Kind.score:
+            raise NotImplementedError
+        return {k: self.score(p, cases=cases, truth=truth, config=config) for k, p in submissions.items()}
