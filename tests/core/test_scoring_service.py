@@ -1,0 +1,188 @@
+"""Scoring through the service: values, leaderboard rules, reveal, truth changes, failures and the sweep."""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import shutil
+
+import pytest
+from django.utils import timezone
+from scipy.stats import spearmanr
+
+from leaderboard.core.models import LeaderboardRow, Score, Submission, TruthVersion
+from leaderboard.core.quota import quota_remaining
+from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
+from leaderboard.core.services.submissions import (
+    submission_create,
+    submission_score,
+    submission_select,
+    submissions_sweep_stuck,
+)
+from tests.conftest import MINI_ROWS, submission_csv, write_properties_bundle
+
+PUBLIC = [r for r in MINI_ROWS if r["split"] == "public"]
+PRIVATE = [r for r in MINI_ROWS if r["split"] == "private"]
+
+
+@pytest.fixture
+def accept(django_capture_on_commit_callbacks):
+    """Submit and let the (eager) scoring task run when the transaction commits."""
+
+    def run(user, benchmark, data: bytes, **kw):
+        with django_capture_on_commit_callbacks(execute=True):
+            accepted = submission_create(user=user, benchmark=benchmark, data=data, filename="p.csv", **kw)
+        return Submission.objects.get(pk=accepted.submission.pk)
+
+    return run
+
+
+def scores(sub, split):
+    return dict(Score.objects.filter(submission=sub, split=split).values_list("metric", "value"))
+
+
+def expected_split(rows, a, b):
+    """0.6 x mean Spearman(A, B) + 0.4 x recall@ceil(10%) on A, computed independently with scipy."""
+    true_a = [r["A"] for r in rows]
+    true_b = [r["B"] for r in rows]
+    rho = (spearmanr(true_a, a).statistic + spearmanr(true_b, b).statistic) / 2
+    k = math.ceil(0.1 * len(rows))
+    top_true = set(sorted(range(len(rows)), key=lambda i: -true_a[i])[:k])
+    top_pred = set(sorted(range(len(rows)), key=lambda i: -a[i])[:k])
+    recall = len(top_true & top_pred) / k
+    return 0.6 * rho + 0.4 * recall, rho, recall
+
+
+def test_scores_equal_an_independent_computation(mini_benchmark, users, accept):
+    a = [2.0, 1.0, 4.0, 3.0, 7.0, 5.0, 6.0, 9.0, 10.0, 8.0]
+    b = [9.5, 8.0, 6.0, 7.0, 5.5, 3.0, 4.0, 1.0, 2.0, 0.0]
+    sub = accept(users["owner"], mini_benchmark, submission_csv(MINI_ROWS, a=a, b=b))
+    assert sub.status == "scored", sub.status_reason
+    for split, rows, idx in (("public", PUBLIC, slice(0, 7)), ("private", PRIVATE, slice(7, 10))):
+        score, rho, recall = expected_split(rows, a[idx], b[idx])
+        got = scores(sub, split)
+        assert got["score"] == pytest.approx(score, abs=1e-12)
+        assert got["spearman"] == pytest.approx(rho, abs=1e-12)
+        assert got["recall"] == pytest.approx(recall, abs=1e-12)
+    # Worked by hand for the public split: ranks of A differ by swaps (0,1), (2,3) and the cycle 4->6->5,
+    # sum d^2 = 1+1+1+1+4+1+1 = 10, rho_A = 1 - 6*10/(7*48) = 0.8214...; the top true A (ab06) is predicted
+    # third, so recall = 0.
+    assert scores(sub, "public")["spearman:A"] == pytest.approx(1 - 60 / 336, abs=1e-12)
+    assert scores(sub, "public")["recall:A"] == 0.0
+    assert sub.truth_version.version == 1
+    assert sub.scored_at >= sub.started_at >= sub.received_at
+    assert [e.status for e in sub.events.all()] == ["queued", "scoring", "scored"]
+
+
+def test_leaderboard_ranks_best_public_score_ties_to_earlier(mini_benchmark, users, accept):
+    perfect = submission_csv(MINI_ROWS)
+    worse = submission_csv(MINI_ROWS, a=[r["A"] * -1 for r in MINI_ROWS])
+    first = accept(users["owner"], mini_benchmark, perfect)
+    accept(users["owner"], mini_benchmark, worse)
+    accept(users["member"], mini_benchmark, perfect)
+    rows = list(LeaderboardRow.objects.filter(split="public").order_by("rank").select_related("entrant"))
+    assert [(r.rank, r.entrant.name, r.submissions_count) for r in rows] == [(1, "owner", 2), (2, "member", 1)]
+    assert rows[0].submission_id == first.pk
+    assert rows[0].score == pytest.approx(1.0)
+
+
+def test_private_ranking_uses_selected_submission_after_reveal(mini_benchmark, users, accept, api_for):
+    perfect = submission_csv(MINI_ROWS)
+    # Perfect on public, reversed on private for A.
+    tricky_a = [r["A"] if r["split"] == "public" else -r["A"] for r in MINI_ROWS]
+    best = accept(users["owner"], mini_benchmark, perfect)
+    tricky = accept(users["member"], mini_benchmark, submission_csv(MINI_ROWS, a=tricky_a))
+    lower = accept(users["member"], mini_benchmark, submission_csv(MINI_ROWS, a=[-x for x in tricky_a]))
+    client = api_for("outsider")
+    url = f"/api/benchmarks/{mini_benchmark.slug}/leaderboard/"
+    assert client.get(url, {"split": "private"}).status_code == 403
+    public = client.get(url).json()
+    assert public["split"] == "public"
+    assert [r["entrant"] for r in public["rows"]] == ["owner", "member"]
+    assert public["rows"][1]["submission_id"] == tricky.pk  # best public of member (ties go to the earlier)
+
+    submission_select(submission=lower, user=users["member"])
+    benchmark_reveal(benchmark=mini_benchmark)
+    private = client.get(url).json()
+    assert private["split"] == "private"
+    by_name = {r["entrant"]: r for r in private["rows"]}
+    assert by_name["member"]["submission_id"] == lower.pk
+    assert by_name["owner"]["submission_id"] == best.pk
+    assert by_name["member"]["score"] == pytest.approx(scores(lower, "private")["score"])
+
+
+def test_truth_change_rescores_and_leaderboard_follows(mini_bundle, users, accept, django_capture_on_commit_callbacks,
+                                                       tmp_path):
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    sub = accept(users["owner"], benchmark, submission_csv(MINI_ROWS))
+    assert scores(sub, "public")["score"] == pytest.approx(1.0)
+
+    # The organiser corrects truth: A of the public cases reversed.
+    changed = [dict(r, A=-r["A"]) if r["split"] == "public" else r for r in MINI_ROWS]
+    corrected = write_properties_bundle(tmp_path / "corrected", changed)
+    with django_capture_on_commit_callbacks(execute=True):
+        report = benchmark_load_bundle(corrected)
+    assert report.truth_changed and report.truth_version == 2 and report.requeued == 1
+    sub.refresh_from_db()
+    assert sub.status == "scored" and sub.truth_version.version == 2
+    expected, _, _ = expected_split(changed[:7], [r["A"] for r in PUBLIC], [r["B"] for r in PUBLIC])
+    assert scores(sub, "public")["score"] == pytest.approx(expected, abs=1e-12)
+    assert set(Score.objects.filter(submission=sub).values_list("truth_version__version", flat=True)) == {2}
+    row = LeaderboardRow.objects.get(split="public", entrant=sub.entrant)
+    assert row.score == pytest.approx(expected, abs=1e-12)
+
+    # Loading the same bundle again changes nothing.
+    shutil.copytree(corrected, tmp_path / "again")
+    report = benchmark_load_bundle(tmp_path / "again")
+    assert not report.truth_changed and report.requeued == 0
+    assert TruthVersion.objects.filter(round__benchmark=benchmark).count() == 2
+
+
+def test_scoring_twice_is_a_no_op(mini_benchmark, users, accept):
+    sub = accept(users["owner"], mini_benchmark, submission_csv(MINI_ROWS))
+    before = list(Score.objects.filter(submission=sub).values_list("pk", flat=True))
+    assert submission_score(submission_id=sub.pk) is None
+    assert list(Score.objects.filter(submission=sub).values_list("pk", flat=True)) == before
+    assert submission_score(submission_id=10**9) is None  # a deleted submission is logged and skipped
+
+
+def test_server_error_retries_then_fails_with_reason_and_refund(mini_benchmark, users, accept, monkeypatch,
+                                                                  settings):
+    settings.SCORING_MAX_ATTEMPTS = 2
+    kind_cls = type(mini_benchmark.kind_impl)
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(kind_cls, "score", broken)
+    sub = accept(users["owner"], mini_benchmark, submission_csv(MINI_ROWS))
+    sub.refresh_from_db()
+    assert sub.status == "failed"
+    assert sub.attempts == 2
+    assert "server error" in sub.status_reason and "disk on fire" in sub.status_reason
+    assert "does not count against your daily limit" in sub.status_reason
+    assert [e.status for e in sub.events.all()] == ["queued", "scoring", "queued", "scoring", "failed"]
+    assert not sub.counts_against_limit
+    assert quota_remaining(user=users["owner"], benchmark=mini_benchmark) == 5
+
+
+def test_sweep_requeues_stuck_then_fails_out_of_attempts(mini_benchmark, users, settings,
+                                                         django_capture_on_commit_callbacks):
+    settings.SCORING_STUCK_AFTER_SECONDS = 60
+    settings.SCORING_MAX_ATTEMPTS = 2
+    accepted = submission_create(user=users["owner"], benchmark=mini_benchmark, data=submission_csv(MINI_ROWS),
+                                 filename="p.csv")  # never enqueued: on_commit does not run here
+    old = timezone.now() - dt.timedelta(minutes=5)
+    Submission.objects.filter(pk=accepted.submission.pk).update(status="scoring", attempts=1, status_changed_at=old)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert submissions_sweep_stuck() == {"requeued": 1, "failed": 0}
+    sub = Submission.objects.get(pk=accepted.submission.pk)
+    assert sub.status == "scored"  # the requeued task ran (eagerly) and finished
+    assert sub.attempts == 2
+
+    accepted = submission_create(user=users["owner"], benchmark=mini_benchmark, data=submission_csv(MINI_ROWS),
+                                 filename="p.csv")
+    Submission.objects.filter(pk=accepted.submission.pk).update(status="scoring", attempts=2, status_changed_at=old)
+    assert submissions_sweep_stuck() == {"requeued": 0, "failed": 1}
+    sub = Submission.objects.get(pk=accepted.submission.pk)
+    assert sub.status == "failed" and "gave up after 2 scoring attempts" in sub.status_reason
+    assert quota_remaining(user=users["owner"], benchmark=mini_benchmark) == 4  # the failed one was refunded

@@ -1,0 +1,72 @@
+"""A real Celery worker process scores through the real broker (Redis when REDIS_URL is set)."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from django.db import connection
+
+from leaderboard.core.models import Submission
+from leaderboard.core.services.benchmarks import benchmark_load_bundle
+from leaderboard.core.services.submissions import submission_create
+from tests.conftest import MINI_ROWS, submission_csv
+from tests.support.server import worker_pids
+from tests.support.worker import start_worker, stop_worker, wait_for
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def _status(pk):
+    connection.close()  # read what the worker committed, not a stale snapshot
+    return Submission.objects.filter(pk=pk).values_list("status", flat=True).first()
+
+
+def _purge_broker():
+    from leaderboard.celery import app
+
+    with app.connection_for_write() as conn:
+        conn.default_channel.queue_purge("scoring")
+
+
+def test_worker_scores_an_upload_through_the_broker(mini_bundle, users):
+    _purge_broker()
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    worker = start_worker()
+    try:
+        latencies = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            sub = submission_create(user=users["owner"], benchmark=benchmark, data=submission_csv(MINI_ROWS),
+                                    filename="p.csv").submission
+            wait_for(lambda: _status(sub.pk) == "scored", timeout=60, message="the worker to score it")
+            latencies.append(time.monotonic() - t0)
+        print(f"upload-to-scored latency: {', '.join(f'{x:.2f} s' for x in latencies)}")
+    finally:
+        log = stop_worker(worker)
+    sub.refresh_from_db()
+    assert sub.status == "scored", log[-3000:]
+    assert sub.scores.get(split="public", metric="score").value == pytest.approx(1.0)
+
+
+def test_worker_killed_mid_task_still_ends_scored(mini_bundle, users):
+    """The pool process dies while scoring; the late-acknowledged task is redelivered and finishes."""
+    _purge_broker()
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    worker = start_worker({"SCORING_DELAY_SECONDS": "3"}, pool="prefork", concurrency=1)
+    try:
+        sub = submission_create(user=users["owner"], benchmark=benchmark, data=submission_csv(MINI_ROWS),
+                                filename="p.csv").submission
+        wait_for(lambda: _status(sub.pk) == "scoring", timeout=60, message="scoring to start")
+        children = worker_pids(worker)
+        assert children, "the prefork worker has no pool process"
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: _status(sub.pk) == "scored", timeout=90, message="the redelivered task to finish")
+    finally:
+        log = stop_worker(worker)
+    sub.refresh_from_db()
+    assert sub.status == "scored", log[-3000:]
+    assert sub.attempts == 2
+    assert [e.status for e in sub.events.all()] == ["queued", "scoring", "scoring", "scored"]
