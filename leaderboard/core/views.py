@@ -155,9 +155,11 @@ def submission_detail(request, pk):
     kind = sub.benchmark.kind_impl
     scores = selectors.submission_scores(sub, viewer=request.user)
     specs = {m.name: m for m in kind.metric_specs(sub.benchmark.config)}
+    order = {name: i for i, name in enumerate(specs)}  # the kind's display order, not alphabetical
     score_tables = [
-        (split, [(specs.get(name).label if name in specs else name, value) for name, value in metrics.items()])
-        for split, metrics in sorted(scores.items())
+        (split, [(specs[name].label if name in specs else name, value)
+                 for name, value in sorted(metrics.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))])
+        for split, metrics in sorted(scores.items(), key=lambda kv: (kv[0] != "public", kv[0]))
     ]
     return render(request, "core/submission_detail.html", {
         "sub": sub,
@@ -215,6 +217,7 @@ class ThrottledLoginView(LoginView):
 @login_required
 @require_http_methods(["GET", "POST"])
 def profile(request):
+    entrant_default(request.user)
     new_key = None
     token_form, entrant_form = TokenForm(), EntrantForm()
     if request.method == "POST":
@@ -236,7 +239,6 @@ def profile(request):
                     return redirect("profile")
                 except SubmissionRejected as exc:
                     entrant_form.add_error("name", exc.errors[0].message)
-    entrant_default(request.user)
     return render(request, "core/profile.html", {
         "tokens": list(ApiToken.objects.filter(user=request.user).order_by("-created_at", "-id")),
         "entrants": list(Entrant.objects.filter(owner=request.user).order_by("created_at", "id")),

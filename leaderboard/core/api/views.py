@@ -139,9 +139,10 @@ class SubmissionCreateOrList(APIView):
         kwargs = {}
         if upload is not None:
             cap = b.kind_impl.max_upload_bytes(b.config)
-            if upload.size > cap:
+            if upload.size > cap:  # answer before reading it into memory
                 return error_response([RowError(f"the file is {upload.size:,} bytes; the limit is {cap:,} bytes",
-                                                 column="file")], 413)
+                                                 column="file")], 413,
+                                      remaining_today=quota_remaining(user=request.user, benchmark=b))
             kwargs = {"data": upload.read(), "filename": upload.name}
         elif isinstance(request.data, dict) and "predictions" in request.data:
             predictions = request.data["predictions"]

@@ -1,10 +1,14 @@
 """Formatting filters for the pages: metric values, generic table cells, short hashes."""
 from __future__ import annotations
 
+import html as htmllib
 import math
+import re
 from numbers import Number
 
+import markdown
 from django import template
+from django.utils.html import strip_tags
 
 register = template.Library()
 
@@ -61,3 +65,11 @@ def short_hash(value, length: int = 12):
 def numeric(value) -> bool:
     """Whether a cell holds a number (right-aligned in tables)."""
     return isinstance(value, Number) and not isinstance(value, bool)
+
+
+@register.filter
+def markdown_summary(text: str) -> str:
+    """The first paragraph of a markdown text, as plain text (for lists of benchmarks)."""
+    html = markdown.markdown(text or "", extensions=["tables"])
+    match = re.search(r"<p>(.*?)</p>", html, re.S)
+    return htmllib.unescape(" ".join(strip_tags(match.group(1) if match else html).split()))
