@@ -115,14 +115,6 @@ class Kind:
         """The metrics of a benchmark with this config (some kinds add per-property metrics)."""
         return self.metrics
 
-    def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
-        """The metrics a benchmark of this kind reports, in display order.
-
-        Default: the fixed ``metrics``. Kinds whose metrics depend on the config
-        (one per configured property, say) override this.
-        """
-        return self.metrics
-
     def metric(self, name: str) -> MetricSpec:
         for m in self.metrics:
             if m.name == name:

@@ -1,0 +1,1067 @@
+"""Kind ``properties``: predict measured properties of antibodies (developability).
+
+A benchmark is a fixed set of sequences, each with a published cross-validation
+fold and a hidden public/private split. A submission is a CSV with exactly the
+columns ``sequence_id``, one per configured property and ``fold``, one row per
+sequence. Per split, each property gets a Spearman correlation and, when marked
+for it, a top-fraction recall; the ranking metric is
+``score = w_spearman * mean Spearman + w_recall * mean recall``.
+
+Upload validation is written for hostile input (see ``parse_submission``): the
+cheap whole-file checks come first, the header is judged before any row, no
+line longer than a valid row could be is ever split into fields, and checking
+stops once the error list is full, so the work is bounded by the number of
+cases and the error cap, not by what the file holds.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.kinds import register
+from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
+from scoring.metrics_properties import spearman, top_fraction_recall
+
+ID = "sequence_id"
+FOLD = "fold"
+SPLIT = "split"
+SPLITS = ("public", "private")
+RESERVED = (ID, FOLD, SPLIT)
+
+DEFAULT_WEIGHTS = {"spearman": 0.6, "recall": 0.4}
+DEFAULT_RECALL_FRACTION = 0.1
+DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+
+MAX_CELL_CHARS = 256  # no id or number needs more; bounds every message and row
+MAX_ID_CHARS = 200  # sequence ids in a bundle
+MAX_LISTED_MISSING = 20  # missing ids listed one by one before a summary line
+MAX_LISTED_EXTRA_COLUMNS = 10  # unexpected header columns listed one by one
+
+CASES_FILE = "cases.csv"
+
+
+# ---------------------------------------------------------------------------
+# configuration
+# ---------------------------------------------------------------------------
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _config_error(errors: list[RowError], key: str, message: str) -> None:
+    errors.append(RowError(f"config key {key!r}: {message}", column=key))
+
+
+def _validate_config(config: Any) -> dict[str, Any]:
+    errors: list[RowError] = []
+    if not isinstance(config, Mapping):
+        raise ValidationFailed([RowError(f"config must be a JSON object, got {type(config).__name__}")])
+    allowed = {"properties", "weights", "recall_fraction", "max_upload_bytes"}
+    for key in config:
+        if key not in allowed:
+            _config_error(errors, str(key), f"unknown key; allowed keys: {', '.join(sorted(allowed))}")
+
+    props: list[dict[str, Any]] = []
+    raw_props = config.get("properties")
+    if not isinstance(raw_props, list) or not raw_props:
+        _config_error(
+            errors,
+            "properties",
+            'must be a non-empty list like [{"name": "Tm2", "higher_is_better": true, "recall": true}]',
+        )
+        raw_props = []
+    seen: set[str] = set()
+    for i, p in enumerate(raw_props):
+        where = f"properties[{i}]"
+        if not isinstance(p, Mapping):
+            _config_error(errors, where, "must be an object with name, higher_is_better and optional recall")
+            continue
+        for key in p:
+            if key not in ("name", "higher_is_better", "recall"):
+                _config_error(errors, f"{where}.{key}", "unknown key; allowed: name, higher_is_better, recall")
+        name = p.get("name")
+        if not isinstance(name, str) or not name or name != name.strip():
+            _config_error(errors, f"{where}.name", "must be a non-empty string without surrounding spaces")
+            name = None
+        elif name in RESERVED:
+            _config_error(errors, f"{where}.name", f"{name!r} is reserved for a column of the files")
+            name = None
+        elif len(name) > 100 or any(ch in name for ch in ',"\r\n') or not name.isprintable():
+            _config_error(errors, f"{where}.name", "must be at most 100 printable characters without commas or quotes")
+            name = None
+        elif name in seen:
+            _config_error(errors, f"{where}.name", f"{name!r} is configured twice")
+            name = None
+        hib = p.get("higher_is_better")
+        if not isinstance(hib, bool):
+            _config_error(errors, f"{where}.higher_is_better", "is required and must be true or false")
+        recall = p.get("recall", hib)
+        if not isinstance(recall, bool):
+            _config_error(errors, f"{where}.recall", "must be true or false (default: higher_is_better)")
+        if name is not None:
+            seen.add(name)
+            if isinstance(hib, bool) and isinstance(recall, bool):
+                props.append({"name": name, "higher_is_better": hib, "recall": recall})
+
+    weights = config.get("weights", DEFAULT_WEIGHTS)
+    out_weights = dict(DEFAULT_WEIGHTS)
+    if not isinstance(weights, Mapping):
+        _config_error(errors, "weights", 'must be an object like {"spearman": 0.6, "recall": 0.4}')
+    else:
+        for key, value in weights.items():
+            if key not in DEFAULT_WEIGHTS:
+                _config_error(errors, f"weights.{key}", "unknown key; allowed: spearman, recall")
+            elif not _is_number(value) or value < 0:
+                _config_error(errors, f"weights.{key}", f"must be a number >= 0, got {value!r}")
+            else:
+                out_weights[key] = float(value)
+        if sum(out_weights.values()) <= 0:
+            _config_error(errors, "weights", "at least one weight must be positive")
+
+    fraction = config.get("recall_fraction", DEFAULT_RECALL_FRACTION)
+    if not _is_number(fraction) or not 0 < fraction <= 1:
+        _config_error(errors, "recall_fraction", f"must be a number in (0, 1] (0.1 = top 10%), got {fraction!r}")
+
+    cap = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
+    if not isinstance(cap, int) or isinstance(cap, bool) or not 1024 <= cap <= 100 * 1024 * 1024:
+        _config_error(errors, "max_upload_bytes", f"must be an integer between 1024 and 104857600, got {cap!r}")
+
+    if props and not any(p["recall"] for p in props) and out_weights["recall"] > 0:
+        _config_error(
+            errors,
+            "weights.recall",
+            "is positive but no property has recall: true; mark one or set the recall weight to 0",
+        )
+    if errors:
+        raise ValidationFailed(errors)
+    return {
+        "properties": props,
+        "weights": out_weights,
+        "recall_fraction": float(fraction),
+        "max_upload_bytes": cap,
+    }
+
+
+# ---------------------------------------------------------------------------
+# the parsed submission
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class PropertiesSubmission:
+    """A validated submission: one row per sequence id, ids sorted."""
+
+    properties: tuple[str, ...]
+    ids: tuple[str, ...]
+    values: np.ndarray  # (len(ids), len(properties)) float64, all finite
+    folds: np.ndarray  # (len(ids),) int64
+
+    def aligned(self, ids: list[str]) -> np.ndarray:
+        """The values for ``ids`` in that order.
+
+        Raises ValidationFailed (a ValueError) naming the ids it lacks: the
+        cases changed after the submission was validated.
+        """
+        index = {sid: i for i, sid in enumerate(self.ids)}
+        missing = [sid for sid in ids if sid not in index]
+        if missing:
+            shown = ", ".join(repr(sid) for sid in missing[:5]) + (", ..." if len(missing) > 5 else "")
+            raise ValidationFailed(
+                [RowError(f"no prediction for {len(missing)} case(s) added after the upload: {shown}", column=ID)]
+            )
+        return self.values[[index[sid] for sid in ids]]
+
+
+# ---------------------------------------------------------------------------
+# reading text safely
+# ---------------------------------------------------------------------------
+
+
+def _show(s: str, limit: int = 40) -> str:
+    """A value as quoted in a message, cut short."""
+    return repr(s if len(s) <= limit else s[:limit] + "…")
+
+
+def _decode(data: bytes, errs: ErrorList) -> str | None:
+    """Bytes to text, or None after adding one error saying what the file is instead.
+
+    UTF-8 with or without a byte-order mark is read as is. UTF-16 with a BOM
+    is decoded too: the BOM makes the encoding unambiguous and rejecting a
+    file we can read helps nobody. UTF-32, UTF-16 without a BOM, other
+    encodings (Latin-1...), binary and compressed files are rejected with a
+    message telling the user to save as CSV UTF-8.
+    """
+    if data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        errs.add("this is an Excel workbook or a ZIP archive, not a CSV file; save or export it as CSV (UTF-8)")
+        return None
+    if data.startswith(b"\x1f\x8b"):
+        errs.add("this is a gzip-compressed file; upload the plain CSV file")
+        return None
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        errs.add("the file is encoded as UTF-32; save it as CSV UTF-8")
+        return None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            errs.add("the file starts like UTF-16 text but is not valid UTF-16; save it as CSV UTF-8")
+            return None
+        if "\x00" in text:
+            errs.add("the file contains NUL characters: it is binary data, not a CSV text file")
+            return None
+        return text
+    if b"\x00" in data:
+        head = data[:4096]
+        if head.count(0) * 3 >= len(head):  # every other byte NUL: UTF-16 text without a BOM
+            errs.add("the file seems to be UTF-16 text without a byte-order mark; save it as CSV UTF-8")
+        else:
+            errs.add("the file contains NUL bytes: it is binary data, not a CSV text file")
+        return None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        errs.add(
+            f"the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start:,} cannot be decoded); "
+            "save it as CSV UTF-8",
+            row=line,
+        )
+        return None
+
+
+class _Lines:
+    """Iterates the lines of a text for csv.reader, hiding lines too long to be a valid row.
+
+    A line over ``limit`` characters is replaced by an empty line and recorded
+    in ``overlong`` (line number -> (characters, comma count + 1)), so the csv
+    module never splits a 10 MB line into millions of fields.
+    """
+
+    # A line and its ending (\r\n, \n or a lone \r, as csv expects). Matching
+    # walks the text once; io.StringIO would hold a 4-bytes-per-character copy.
+    _LINE = re.compile(r"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+")
+
+    def __init__(self, text: str, limit: int):
+        self._it = self._LINE.finditer(text)
+        self.limit = limit
+        self.lineno = 0
+        self.overlong: dict[int, tuple[int, int]] = {}
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._it).group()
+        self.lineno += 1
+        if len(line) > self.limit:
+            self.overlong[self.lineno] = (len(line.rstrip("\r\n")), line.count(",") + 1)
+            return "\n"
+        return line
+
+
+def _csv_number(raw: str) -> tuple[float | None, str | None]:
+    s = raw.strip()
+    if not s:
+        return None, "empty cell; every prediction must be a number"
+    if len(s) > MAX_CELL_CHARS:
+        return None, f"cell is {len(s):,} characters long; expected a number"
+    try:
+        v = float(s)
+    except ValueError:
+        return None, f"{_show(s)} is not a number"
+    if math.isnan(v):
+        return None, "NaN is not allowed; every prediction must be a number"
+    if math.isinf(v):
+        return None, f"{_show(s)} is infinite; every prediction must be a finite number"
+    return v, None
+
+
+def _csv_fold(raw: str) -> tuple[int | None, str | None]:
+    s = raw.strip()
+    if not s:
+        return None, "empty fold; copy the fold published for this sequence"
+    if len(s) > MAX_CELL_CHARS:
+        return None, f"cell is {len(s):,} characters long; expected the fold, an integer"
+    try:
+        return int(s), None
+    except ValueError:
+        pass
+    try:
+        v = float(s)
+    except ValueError:
+        return None, f"fold must be an integer, got {_show(s)}"
+    if math.isfinite(v) and v.is_integer():
+        return int(v), None  # "3.0", as a float column writes it
+    return None, f"fold must be an integer, got {_show(s)}"
+
+
+def _json_number(raw: Any) -> tuple[float | None, str | None]:
+    if raw is None:
+        return None, "null is not allowed; every prediction must be a number"
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        shown = _show(raw) if isinstance(raw, str) else type(raw).__name__
+        return None, f"must be a JSON number, got {shown}"
+    v = float(raw)
+    if math.isnan(v):
+        return None, "NaN is not allowed; every prediction must be a number"
+    if math.isinf(v):
+        return None, "infinite values are not allowed; every prediction must be a finite number"
+    return v, None
+
+
+def _json_fold(raw: Any) -> tuple[int | None, str | None]:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw, None
+    if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
+        return int(raw), None
+    shown = _show(raw) if isinstance(raw, str) else ("null" if raw is None else repr(raw)[:40])
+    return None, f"fold must be an integer, got {shown}"
+
+
+# ---------------------------------------------------------------------------
+# checking rows (shared by CSV and JSON)
+# ---------------------------------------------------------------------------
+
+_ABSENT = object()
+
+
+class _RowChecker:
+    """Checks prediction rows one at a time and fills the arrays of the valid ones."""
+
+    def __init__(self, cases: CaseSet, props: list[str], errs: ErrorList):
+        self.props = props
+        self.errs = errs
+        self.ids = sorted(cases.ids())
+        self.index = {sid: i for i, sid in enumerate(self.ids)}
+        self.lower = {}
+        for sid in self.ids:
+            self.lower.setdefault(sid.strip().lower(), sid)
+        by_id = cases.by_id()
+        self.published = [_case_fold(by_id[sid]) for sid in self.ids]
+        n = len(self.ids)
+        self.values = np.full((n, len(props)), np.nan)
+        self.folds = np.zeros(n, dtype=np.int64)
+        self.first_row = [0] * n  # row where each id was first seen, 0 = not yet
+        self.rows = 0
+
+    def full(self) -> bool:
+        return len(self.errs.items) >= self.errs.cap
+
+    def check(
+        self,
+        row: int,
+        sid: Any,
+        cells: Mapping[str, Any],
+        fold: Any,
+        number: Callable[[Any], tuple[float | None, str | None]],
+        fold_of: Callable[[Any], tuple[int | None, str | None]],
+    ) -> None:
+        """One row: ``sid``/``fold``/cell values are raw (``_ABSENT`` when the column is missing)."""
+        self.rows += 1
+        errs = self.errs
+        idx = None
+        if sid is not _ABSENT:
+            if isinstance(sid, str):
+                sid = sid.strip()
+            if sid is None or sid == "":
+                errs.add("empty sequence_id", row, ID)
+            elif not isinstance(sid, str):
+                errs.add(f'sequence_id must be a string like "{self.ids[0]}", got {type(sid).__name__}', row, ID)
+            elif len(sid) > MAX_CELL_CHARS:
+                errs.add(f"sequence_id is {len(sid):,} characters long; no sequence has such an id", row, ID)
+            else:
+                idx = self.index.get(sid)
+                if idx is None:
+                    hint = self.lower.get(sid.lower())
+                    more = f" (did you mean {hint!r}?)" if hint else ""
+                    errs.add(f"unknown sequence_id {_show(sid)}{more}", row, ID)
+                elif self.first_row[idx]:
+                    errs.add(f"duplicate sequence_id {sid!r} (first seen in row {self.first_row[idx]})", row, ID)
+                    idx = None
+                else:
+                    self.first_row[idx] = row
+        for j, prop in enumerate(self.props):
+            raw = cells.get(prop, _ABSENT)
+            if raw is _ABSENT:
+                continue
+            value, message = number(raw)
+            if message:
+                errs.add(message, row, prop)
+            elif idx is not None:
+                self.values[idx, j] = value
+        if fold is not _ABSENT:
+            f, message = fold_of(fold)
+            if message:
+                errs.add(message, row, FOLD)
+            elif idx is not None:
+                if f != self.published[idx]:
+                    errs.add(
+                        f"fold {f} differs from the published fold {self.published[idx]} of {self.ids[idx]!r}",
+                        row,
+                        FOLD,
+                    )
+                self.folds[idx] = f
+
+    def mark_seen(self, row: int, sid: Any) -> None:
+        """Note the id of a row too broken to check, so it is not also reported missing."""
+        idx = self.index.get(sid.strip()) if isinstance(sid, str) else None
+        if idx is not None and not self.first_row[idx]:
+            self.first_row[idx] = row
+
+    def check_missing(self) -> None:
+        if self.rows == 0:
+            self.errs.add(f"no predictions: expected one row per sequence ({len(self.ids)} rows)")
+            return
+        missing = [sid for sid, r in zip(self.ids, self.first_row) if not r]
+        for sid in missing[:MAX_LISTED_MISSING]:
+            self.errs.add(f"no row for sequence_id {sid!r}", None, ID)
+        if len(missing) > MAX_LISTED_MISSING:
+            self.errs.add(
+                f"... and {len(missing) - MAX_LISTED_MISSING} more sequence_ids have no row "
+                f"({len(missing)} of {len(self.ids)} missing)",
+                None,
+                ID,
+            )
+
+    def result(self) -> PropertiesSubmission:
+        return PropertiesSubmission(tuple(self.props), tuple(self.ids), self.values, self.folds)
+
+
+def _case_fold(case: Case) -> int:
+    return int(case.public["fold"])
+
+
+def _raise(errs: ErrorList, extra: list[RowError] | None = None) -> None:
+    raise ValidationFailed(errs.finish() + (extra or []))
+
+
+# ---------------------------------------------------------------------------
+# the kind
+# ---------------------------------------------------------------------------
+
+
+@register
+class PropertiesKind(Kind):
+    name = "properties"
+    label = "Property prediction (Spearman + top-fraction recall)"
+    metrics = (
+        MetricSpec("score", "Score", description="w_spearman x mean Spearman + w_recall x mean top-fraction recall"),
+        MetricSpec("spearman", "Mean Spearman", description="mean over the properties of the Spearman correlation"),
+        MetricSpec("recall", "Mean recall", description="mean over the recall properties of the top-fraction recall"),
+    )
+    ranking_metric = "score"
+    # A hidden test set: per-case truth is not shown before the private reveal.
+    case_rows_public = False
+    scores_whole_round = False
+    splits = SPLITS
+    bundle_files = (CASES_FILE,)
+    submission_formats = ("csv",)
+
+    # -- configuration ------------------------------------------------------
+    def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Normalised config with defaults filled in; ValidationFailed naming each bad key (``column``)."""
+        return _validate_config(config)
+
+    def metric(self, name: str) -> MetricSpec:
+        """Also answers for the per-property names (``spearman:<p>``, ``recall:<p>``) without a config."""
+        try:
+            return super().metric(name)
+        except KeyError:
+            prefix, _, prop = name.partition(":")
+            if prefix in ("spearman", "recall") and prop:
+                return MetricSpec(name, f"{prefix.capitalize()} {prop}")
+            raise
+
+    def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+        """score, spearman, recall, then ``spearman:<name>`` per property and ``recall:<name>`` per recall property."""
+        cfg = self.validate_config(config)
+        w = cfg["weights"]
+        pct = f"{cfg['recall_fraction'] * 100:g}%"
+        specs = [
+            MetricSpec(
+                "score",
+                "Score",
+                description=f"{w['spearman']:g} x mean Spearman + {w['recall']:g} x mean top-{pct} recall",
+            ),
+            MetricSpec("spearman", "Spearman", description="mean Spearman correlation over all properties"),
+            MetricSpec(
+                "recall", f"Top-{pct} recall", description="mean top-fraction recall over the recall properties"
+            ),
+        ]
+        for p in cfg["properties"]:
+            name = p["name"]
+            specs.append(MetricSpec(f"spearman:{name}", f"Spearman {name}", description=f"Spearman correlation, {name}"))
+        for p in cfg["properties"]:
+            if p["recall"]:
+                best = "highest" if p["higher_is_better"] else "lowest"
+                specs.append(
+                    MetricSpec(
+                        f"recall:{p['name']}",
+                        f"Recall {p['name']}",
+                        description=(
+                            f"share of the true top {pct} ({best} {p['name']}) found in the predicted top {pct}"
+                        ),
+                    )
+                )
+        return tuple(specs)
+
+    # -- bundles ------------------------------------------------------------
+    def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
+        """cases.csv: sequence_id, fold, split and one truth column per property.
+
+        An empty truth cell means "not measured": that case is left out of that
+        property's metrics. Errors name the file, the row (header = 1) and the column.
+        """
+        cfg = self.validate_config(config)
+        props = [p["name"] for p in cfg["properties"]]
+        errs = ErrorList(file=CASES_FILE)
+        if CASES_FILE not in files:
+            raise ValidationFailed([RowError("the bundle has no cases.csv", file=CASES_FILE)])
+        text = _decode(files[CASES_FILE], errs)
+        if text is None:
+            _raise(errs)
+        rows = csv.reader(io.StringIO(text, newline=""))
+        try:
+            header = [h.strip() for h in next(rows, [])]
+        except csv.Error as exc:
+            raise ValidationFailed([RowError(f"cannot read the CSV header: {exc}", 1, file=CASES_FILE)]) from None
+        if not any(header):
+            raise ValidationFailed([RowError("the file is empty; expected a header row", file=CASES_FILE)])
+        expected = [ID, FOLD, SPLIT, *props]
+        pos: dict[str, int] = {}
+        for i, name in enumerate(header):
+            if not name:
+                errs.add(f"column {i + 1} of the header has no name", 1)
+            elif name in pos:
+                errs.add(f"column {name!r} appears more than once", 1, name)
+            elif name not in expected:
+                errs.add(
+                    f"unexpected column {_show(name)}; cases.csv has the columns {', '.join(expected)}",
+                    1,
+                    name[:100],
+                )
+            else:
+                pos[name] = i
+        for name in expected:
+            if name not in pos:
+                errs.add(f"missing column {name!r}", 1, name)
+        if errs:
+            _raise(errs)
+
+        cases: list[Case] = []
+        truth: dict[str, dict[str, float | None]] = {}
+        first_row: dict[str, int] = {}
+        while True:
+            row = rows.line_num + 1
+            try:
+                rec = next(rows)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                errs.add(f"cannot read the CSV: {exc}", row)
+                break
+            if not any(c.strip() for c in rec):
+                continue  # blank lines are harmless in an organiser's file
+            if len(rec) != len(header):
+                errs.add(f"row has {_count(len(rec), 'field')} but the header has {len(header)}", row)
+                continue
+            sid = rec[pos[ID]].strip()
+            ok = True
+            if not sid:
+                errs.add("empty sequence_id", row, ID)
+                ok = False
+            elif len(sid) > MAX_ID_CHARS or not sid.isprintable():
+                errs.add(f"sequence_id must be at most {MAX_ID_CHARS} printable characters", row, ID)
+                ok = False
+            elif sid in first_row:
+                errs.add(f"duplicate sequence_id {sid!r} (first seen in row {first_row[sid]})", row, ID)
+                ok = False
+            else:
+                first_row[sid] = row
+            fold, message = _csv_fold(rec[pos[FOLD]])
+            if message is None and fold < 0:
+                message = f"fold must be an integer >= 0, got {fold}"
+            if message:
+                errs.add(message, row, FOLD)
+                ok = False
+            split = rec[pos[SPLIT]].strip()
+            if split not in SPLITS:
+                errs.add(f"split must be 'public' or 'private', got {_show(split)}", row, SPLIT)
+                ok = False
+            values: dict[str, float | None] = {}
+            for prop in props:
+                raw = rec[pos[prop]].strip()
+                if not raw:
+                    values[prop] = None  # not measured
+                    continue
+                try:
+                    v = float(raw)
+                except ValueError:
+                    v = math.nan
+                if not math.isfinite(v):
+                    errs.add(
+                        f"{_show(raw)} is not a finite number; leave the cell empty for a value not measured",
+                        row,
+                        prop,
+                    )
+                    ok = False
+                else:
+                    values[prop] = v
+            if ok:
+                cases.append(Case(sid, split, {"fold": fold}))
+                truth[sid] = values
+        if not errs and not cases:
+            errs.add("the file has a header but no cases")
+        if errs:
+            _raise(errs)
+        return Bundle(config=cfg, cases=CaseSet(cases), truth=Truth(values=truth))
+
+    # -- submissions --------------------------------------------------------
+    def parse_submission(
+        self, data: bytes, *, filename: str, cases: CaseSet, config: Mapping[str, Any]
+    ) -> PropertiesSubmission:
+        """Validate a CSV upload and return it parsed, or raise ValidationFailed listing every problem.
+
+        Rows are numbered as a spreadsheet shows them: the header is row 1 (for
+        a file with no quoted line breaks, row = line number). The order of the
+        checks keeps hostile files cheap: size, then encoding and binary
+        content on the whole file, then the header, then each row (a row over
+        the longest length a valid row could have is reported without being
+        split into fields), stopping at the error cap.
+        """
+        cfg = self.validate_config(config)
+        props = [p["name"] for p in cfg["properties"]]
+        expected = [ID, *props, FOLD]
+        cap = cfg["max_upload_bytes"]
+        errs = ErrorList()
+        if len(data) > cap:
+            errs.add(f"the file is {len(data):,} bytes; the limit is {cap:,} bytes ({cap / 1048576:g} MB)")
+            raise ValidationFailed(errs.finish(), too_large=True)
+        if not data or data.isspace():  # isspace() copies nothing, strip() would
+            errs.add("the file is empty; expected a header row and one row per sequence")
+            _raise(errs)
+        text = _decode(data, errs)
+        if text is None:
+            _raise(errs)
+        text = text.lstrip("\ufeff").rstrip()  # BOM left by UTF-16 decoding; trailing blank lines
+        if not text:
+            errs.add("the file is empty; expected a header row and one row per sequence")
+            _raise(errs)
+
+        # A valid row has len(expected) cells of at most MAX_CELL_CHARS each.
+        line_limit = (MAX_CELL_CHARS + 3) * len(expected) + 64
+        lines = _Lines(text, line_limit)
+        reader = csv.reader(lines)
+        checker = _RowChecker(cases, props, errs)
+
+        # -- header ----------------------------------------------------------
+        try:
+            header_rec = next(reader)
+        except csv.Error as exc:
+            errs.add(f"cannot read the header as CSV: {exc}", 1)
+            _raise(errs)
+        want = ",".join(expected)
+        if 1 in lines.overlong:
+            chars, fields = lines.overlong[1]
+            errs.add(
+                f"the header is {chars:,} characters long with about {fields:,} columns; "
+                f"expected {len(expected)} columns: {want}",
+                1,
+            )
+            _raise(errs)
+        header = [h.strip() for h in header_rec]
+        if not self._check_header(header, expected, checker, errs):
+            _raise(errs)
+        pos = {}
+        for i, name in enumerate(header):
+            if name in expected and name not in pos:
+                pos[name] = i
+
+        # -- rows ------------------------------------------------------------
+        stopped_at = None
+        ncols = len(header)
+        while True:
+            start = lines.lineno + 1
+            try:
+                rec = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                errs.add(f"cannot read this row as CSV ({exc}); is a quote left open?", start)
+                _raise(errs, [RowError(f"checking stopped at row {start:,}: the rows after it were not read")])
+            if checker.full():
+                stopped_at = start
+                break
+            if start in lines.overlong:
+                chars, fields = lines.overlong[start]
+                errs.add(
+                    f"row is {chars:,} characters long with about {fields:,} fields; "
+                    f"a row holds {len(expected)} short cells ({want})",
+                    start,
+                )
+                checker.rows += 1
+                continue
+            if not any(c.strip() for c in rec):
+                errs.add("empty row; remove blank lines", start)
+                continue
+            if len(rec) != ncols:
+                if any("\n" in c or "\r" in c or "," in c for c in rec):  # only quoting does that
+                    hint = " (a quote left open?)"
+                elif len(rec) == ncols + 1 and not rec[-1].strip():
+                    hint = " (a trailing comma?)"
+                else:
+                    hint = ""
+                errs.add(f"row has {_count(len(rec), 'field')} but the header has {ncols}{hint}", start)
+                if ID in pos and pos[ID] < len(rec):
+                    checker.mark_seen(start, rec[pos[ID]])  # the row exists: do not call its id missing
+                checker.rows += 1
+                continue
+            checker.check(
+                start,
+                rec[pos[ID]] if ID in pos else _ABSENT,
+                {p: rec[pos[p]] for p in props if p in pos},
+                rec[pos[FOLD]] if FOLD in pos else _ABSENT,
+                _csv_number,
+                _csv_fold,
+            )
+        if stopped_at is not None:
+            total = text.count("\n") + 1 if "\n" in text else text.count("\r") + 1
+            _raise(
+                errs,
+                [
+                    RowError(
+                        f"checking stopped at row {stopped_at:,} after too many problems; the file has about "
+                        f"{total:,} rows, a valid one has {len(checker.ids) + 1:,} (the header and one per sequence)"
+                    )
+                ],
+            )
+        if ID in pos:
+            checker.check_missing()
+        elif checker.rows == 0:
+            errs.add(f"no predictions: expected one row per sequence ({len(checker.ids)} rows)")
+        if errs:
+            _raise(errs)
+        return checker.result()
+
+    @staticmethod
+    def _check_header(header: list[str], expected: list[str], checker: _RowChecker, errs: ErrorList) -> bool:
+        """Add the header's problems; False when the header is hopeless and rows cannot be read."""
+        want = ",".join(expected)
+        found = [h for h in header if h in expected]
+        if not found:
+            first = header[0] if header else ""
+            raw = ",".join(header)
+            if len(header) == 1 and (";" in first or "\t" in first):
+                sep = "semicolons" if ";" in first else "tabs"
+                errs.add(f"columns must be separated by commas, not {sep}; expected the header {want}", 1)
+            elif first in checker.index or _csv_number(first)[1] is None:
+                errs.add(f"row 1 must be the header {want}; the file seems to have no header row", 1)
+            else:
+                errs.add(f"row 1 is not the expected header; expected {want}, got {_show(raw, 80)}", 1)
+            return False
+        lower = {e.lower(): e for e in expected}
+        seen: dict[str, int] = {}
+        extra = 0
+        for i, name in enumerate(header):
+            if not name:
+                errs.add(f"column {i + 1} of the header has no name; the file must have exactly the columns {want}", 1)
+            elif name in seen:
+                errs.add(
+                    f"column {_show(name)} appears more than once (columns {seen[name]} and {i + 1})", 1, name[:100]
+                )
+            elif name not in expected:
+                extra += 1
+                if extra <= MAX_LISTED_EXTRA_COLUMNS:
+                    near = lower.get(name.lower())
+                    hint = f" (did you mean {near!r}?)" if near else ""
+                    errs.add(
+                        f"unexpected column {_show(name)}{hint}; the file must have exactly the columns {want}",
+                        1,
+                        name[:100],
+                    )
+            if name and name not in seen:
+                seen[name] = i + 1
+        if extra > MAX_LISTED_EXTRA_COLUMNS:
+            errs.add(f"... and {extra - MAX_LISTED_EXTRA_COLUMNS} more unexpected columns", 1)
+        for name in expected:
+            if name not in seen:
+                errs.add(f"missing column {name!r}", 1, name)
+        return True
+
+    def parse_json_predictions(
+        self, predictions: Any, *, cases: CaseSet, config: Mapping[str, Any]
+    ) -> PropertiesSubmission:
+        """``{"predictions": [{"sequence_id", <each property>, "fold"}, ...]}``'s list; row = index + 1.
+
+        Same rules as a file: every id exactly once, finite JSON numbers (not
+        strings, not null), an integer fold equal to the published one, no
+        other keys.
+        """
+        cfg = self.validate_config(config)
+        props = [p["name"] for p in cfg["properties"]]
+        expected = [ID, *props, FOLD]
+        errs = ErrorList()
+        if not isinstance(predictions, list):
+            errs.add(
+                f"predictions must be a list of objects with the keys {', '.join(expected)}, "
+                f"got {type(predictions).__name__}"
+            )
+            _raise(errs)
+        checker = _RowChecker(cases, props, errs)
+        stopped_at = None
+        for i, item in enumerate(predictions):
+            row = i + 1
+            if checker.full():
+                stopped_at = row
+                break
+            if not isinstance(item, dict):
+                errs.add(f"each prediction must be an object, got {type(item).__name__}", row)
+                checker.rows += 1
+                continue
+            extra = [k for k in item if k not in expected]
+            for key in extra[:MAX_LISTED_EXTRA_COLUMNS]:
+                shown = _show(key) if isinstance(key, str) else repr(key)[:40]
+                errs.add(f"unexpected key {shown}; allowed keys: {', '.join(expected)}", row, str(key)[:100])
+            if len(extra) > MAX_LISTED_EXTRA_COLUMNS:
+                errs.add(f"... and {len(extra) - MAX_LISTED_EXTRA_COLUMNS} more unexpected keys", row)
+            for key in expected:
+                if key not in item:
+                    errs.add(f"missing key {key!r}", row, key)
+            checker.check(
+                row,
+                item.get(ID, _ABSENT),
+                {p: item[p] for p in props if p in item},
+                item.get(FOLD, _ABSENT),
+                _json_number,
+                _json_fold,
+            )
+        if stopped_at is not None:
+            _raise(
+                errs,
+                [
+                    RowError(
+                        f"checking stopped at prediction {stopped_at:,} after too many problems; the list has "
+                        f"{len(predictions):,} predictions, a valid one has {len(checker.ids):,}"
+                    )
+                ],
+            )
+        checker.check_missing()
+        if errs:
+            _raise(errs)
+        return checker.result()
+
+    def dump_submission(self, parsed: PropertiesSubmission) -> dict[str, Any]:
+        """``{"columns": [<properties>..., "fold"], "rows": {id: [values..., fold]}}``, ids sorted."""
+        rows = {
+            sid: [float(v) for v in parsed.values[i]] + [int(parsed.folds[i])]
+            for i, sid in enumerate(parsed.ids)
+        }
+        return {"columns": [*parsed.properties, FOLD], "rows": rows}
+
+    def load_submission(self, data: Mapping[str, Any]) -> PropertiesSubmission:
+        columns = list(data["columns"])
+        if not columns or columns[-1] != FOLD:
+            raise ValueError(f"stored submission has columns {columns!r}; the last must be 'fold'")
+        ids = sorted(data["rows"])
+        props = tuple(columns[:-1])
+        values = np.array([data["rows"][sid][:-1] for sid in ids], dtype=float).reshape(len(ids), len(props))
+        folds = np.array([data["rows"][sid][-1] for sid in ids], dtype=np.int64)
+        return PropertiesSubmission(props, tuple(ids), values, folds)
+
+    def example_submission(self, cases: CaseSet, config: Mapping[str, Any]) -> tuple[str, bytes]:
+        """A valid file for these cases: a deterministic pseudo-random value per cell (scores near chance)."""
+        cfg = self.validate_config(config)
+        props = [p["name"] for p in cfg["properties"]]
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow([ID, *props, FOLD])
+        for case in cases.cases:
+            cells = [f"{zlib.crc32(f'{case.case_id}|{p}'.encode()) / 2**32:.4f}" for p in props]
+            w.writerow([case.case_id, *cells, _case_fold(case)])
+        return "example_submission.csv", out.getvalue().encode()
+
+    def format_help(self, config: Mapping[str, Any]) -> str:
+        cfg = self.validate_config(config)
+        props = cfg["properties"]
+        w = cfg["weights"]
+        pct = f"{cfg['recall_fraction'] * 100:g}%"
+        mb = cfg["max_upload_bytes"] / 1048576
+        header = ",".join([ID, *(p["name"] for p in props), FOLD])
+        lines = [
+            "### Submission format",
+            "",
+            "A CSV file (comma-separated, UTF-8) with exactly these columns, in any order, and nothing else:",
+            "",
+            "```",
+            header,
+            "```",
+            "",
+            "| column | content |",
+            "|---|---|",
+            f"| `{ID}` | the id of a sequence, exactly as published; every sequence exactly once |",
+        ]
+        for p in props:
+            direction = "higher is better" if p["higher_is_better"] else "lower is better"
+            recall = f"; top-{pct} recall counts" if p["recall"] else ""
+            lines.append(f"| `{p['name']}` | your predicted value ({direction}{recall}) |")
+        lines += [
+            f"| `{FOLD}` | the cross-validation fold published for the sequence (an integer) |",
+            "",
+            "### Rules",
+            "",
+            "- One row per sequence: no sequence missing, none twice, no unknown ids.",
+            "- Every prediction is a finite number: no empty cells, NaN or infinity.",
+            "- The fold of each row must equal the published fold.",
+            f"- At most {mb:g} MB. UTF-8, with or without a byte-order mark; UTF-16 with a byte-order mark "
+            "is accepted too. Excel workbooks are not: save as CSV (comma-separated).",
+            "- A rejected file lists every problem with its row (the header is row 1) and column, "
+            "and does not count against the daily limit.",
+            "- JSON clients may post `{\"predictions\": [{\"sequence_id\": ..., "
+            + ", ".join(f'"{p["name"]}": ...' for p in props)
+            + ', "fold": ...}]}` with the same rules (values as JSON numbers).',
+            "",
+            "### Scoring",
+            "",
+            "Per split (public and private, scored from the same file):",
+            "",
+            "- **Spearman** rank correlation between your values and the measured ones, per property "
+            "(the direction does not matter here: order your values the way the measurements go). "
+            "A property whose predictions are all equal scores 0.",
+            f"- **Top-{pct} recall** for "
+            + (", ".join(f"`{p['name']}`" for p in props if p["recall"]) or "no property")
+            + f": the share of the true top {pct} (best by the property's direction, "
+            f"ceil({cfg['recall_fraction']:g} × n) sequences) that your top {pct} contains. "
+            "Sequences tied at the cut share the places left equally, so row order never matters.",
+            f"- **Score** = {w['spearman']:g} × mean Spearman + {w['recall']:g} × mean recall.",
+            "- A sequence whose property was not measured is left out of that property's metrics.",
+        ]
+        return "\n".join(lines) + "\n"
+
+    # -- scoring ------------------------------------------------------------
+    def score_round(
+        self,
+        submissions: Mapping[Any, Any],
+        *,
+        cases: CaseSet,
+        truth: Truth,
+        config: Mapping[str, Any],
+        extra: Mapping[Any, Mapping[str, Any]] | None = None,
+    ) -> dict[Any, Result]:
+        """Score many submissions at once: per split and property, one vectorised call over all of them.
+
+        Metric values per split (None when undefined):
+
+        * ``spearman:<p>``: Spearman of the measured cases of the split; None
+          when the truth or the prediction is constant there (or < 2 cases).
+        * ``recall:<p>``: top-fraction recall (``top_fraction_recall``); None
+          with no measured case.
+        * ``spearman``: mean over properties. A property whose *prediction* is
+          constant counts 0 (it carries no ranking information); one whose
+          *truth* is constant or has < 2 measured cases cannot rank anybody
+          and is left out. ``recall``: mean over the recall properties with a
+          value. ``score``: the weighted sum; None if a weighted part is None.
+
+        Per-case rows: ``case_id``, ``split``, ``fold``, then per property
+        ``predicted:<p>`` and ``actual:<p>`` (None when not measured). The
+        ``actual:`` values are truth: the caller must not show them for a
+        hidden split.
+        """
+        cfg = self.validate_config(config)
+        props = cfg["properties"]
+        names = [p["name"] for p in props]
+        keys = list(submissions)
+        ids = cases.ids()
+        n, m = len(ids), len(keys)
+        splits = np.array([c.split for c in cases.cases])
+        T = np.array(
+            [[_truth_value(truth.values.get(sid, {}).get(p)) for p in names] for sid in ids], dtype=float
+        ).reshape(n, len(names))
+        P = np.empty((n, len(names), m))
+        for s, key in enumerate(keys):
+            sub = submissions[key]
+            if list(sub.properties) != names:
+                raise ValidationFailed(
+                    [RowError(f"the submission has the columns {list(sub.properties)}; the benchmark now has {names}")]
+                )
+            P[:, :, s] = sub.aligned(ids)
+
+        metrics: list[dict[str, dict[str, float | None]]] = [{} for _ in keys]
+        w = cfg["weights"]
+        for split in self.splits:
+            in_split = splits == split
+            if not in_split.any():
+                continue
+            spear: list[dict[str, float | None]] = [{} for _ in range(m)]
+            recs: list[dict[str, float | None]] = [{} for _ in range(m)]
+            spear_sum = np.zeros(m)
+            spear_count = 0
+            rec_sum = np.zeros(m)
+            rec_count = 0
+            for j, p in enumerate(props):
+                mask = in_split & np.isfinite(T[:, j])
+                t, pred = T[mask, j], P[mask, j, :]
+                if t.size >= 2 and np.ptp(t) > 0:
+                    rho = spearman(t, pred)
+                    spear_sum += np.nan_to_num(rho, nan=0.0)
+                    spear_count += 1
+                else:
+                    rho = np.full(m, np.nan)
+                for s in range(m):
+                    spear[s][f"spearman:{p['name']}"] = _num(rho[s])
+                if p["recall"]:
+                    if t.size >= 1:
+                        rec = top_fraction_recall(t, pred, cfg["recall_fraction"], p["higher_is_better"])
+                        rec_sum += rec
+                        rec_count += 1
+                    else:
+                        rec = np.full(m, np.nan)
+                    for s in range(m):
+                        recs[s][f"recall:{p['name']}"] = _num(rec[s])
+            mean_s = spear_sum / spear_count if spear_count else np.full(m, np.nan)
+            mean_r = rec_sum / rec_count if rec_count else np.full(m, np.nan)
+            for s in range(m):
+                sp, rc = _num(mean_s[s]), _num(mean_r[s])
+                parts = [(w["spearman"], sp), (w["recall"], rc)]
+                score = None if any(wt > 0 and v is None for wt, v in parts) else sum(
+                    wt * v for wt, v in parts if wt > 0
+                )
+                metrics[s][split] = {"score": score, "spearman": sp, "recall": rc, **spear[s], **recs[s]}
+
+        folds = [_case_fold(c) for c in cases.cases]
+        out: dict[Any, Result] = {}
+        for s, key in enumerate(keys):
+            rows = []
+            for i, case in enumerate(cases.cases):
+                row: dict[str, Any] = {"case_id": case.case_id, "split": case.split, "fold": folds[i]}
+                for j, name in enumerate(names):
+                    row[f"predicted:{name}"] = float(P[i, j, s])
+                    row[f"actual:{name}"] = _num(T[i, j])
+                rows.append(row)
+            out[key] = Result(metrics=metrics[s], cases=rows, provisional=not truth.final)
+        return out
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _truth_value(v: Any) -> float:
+    if v is None or v == "":
+        return math.nan
+    return float(v)
+
+
+def _num(v: Any) -> float | None:
+    v = float(v)
+    return v if math.isfinite(v) else None
