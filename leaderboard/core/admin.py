@@ -10,7 +10,9 @@ from django.utils.html import format_html
 from scoring.errors import ValidationFailed
 
 from leaderboard.core import models as m
+from leaderboard.core.selectors import leaderboard_round
 from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal, truth_load
+from leaderboard.core.services.deid import cases_deidentify, deid_backend
 from leaderboard.core.services.submissions import submissions_requeue
 
 
@@ -38,7 +40,7 @@ class BenchmarkAdmin(admin.ModelAdmin):
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
     inlines = [RoundInline]
-    actions = ["reveal_private", "hide_private", "rescore"]
+    actions = ["reveal_private", "hide_private", "rescore", "deidentify"]
 
     @admin.display(description="truth")
     def truth_link(self, obj):
@@ -60,6 +62,18 @@ class BenchmarkAdmin(admin.ModelAdmin):
     def rescore(self, request, queryset):
         n = sum(benchmark_rescore(benchmark=b) for b in queryset)
         self.message_user(request, f"{n} submission(s) queued for rescoring.")
+
+    @admin.action(description="De-identify case texts (regex, model when configured, regex)")
+    def deidentify(self, request, queryset):
+        backend = deid_backend()
+        for b in queryset:
+            if not b.kind_impl.deidentify_text:
+                self.message_user(request, f"{b}: kind {b.kind} has no texts to de-identify.", messages.WARNING)
+                continue
+            report = cases_deidentify(round_=leaderboard_round(b), backend=backend)
+            self.message_user(request, f"{b}: {report.cases} cases de-identified, {report.with_model} with the model "
+                                       f"stage, {report.regex_only} regex only"
+                                       + ("" if backend else " (no model backend configured: DEID_LLM_URL)."))
 
     def get_urls(self):
         return [path("<int:pk>/truth/", self.admin_site.admin_view(self.truth_view), name="core_benchmark_truth"),
@@ -101,10 +115,42 @@ class RoundAdmin(admin.ModelAdmin):
 
 @admin.register(m.Case)
 class CaseAdmin(admin.ModelAdmin):
-    list_display = ("external_id", "round", "split", "position")
+    list_display = ("external_id", "round", "split", "redaction", "position")
     list_filter = ("split", "round__benchmark")
     search_fields = ("external_id",)
     list_select_related = ("round__benchmark",)
+    readonly_fields = ("original_text", "redacted_text", "deid_log")
+    actions = ["deidentify"]
+
+    @admin.display(description="redaction")
+    def redaction(self, obj):
+        return obj.public.get("redaction", "")
+
+    @admin.display(description="original text (staff only)")
+    def original_text(self, obj):
+        return format_html("<pre style='white-space:pre-wrap'>{}</pre>", obj.private.get("original_text", ""))
+
+    @admin.display(description="what participants see")
+    def redacted_text(self, obj):
+        return format_html("<pre style='white-space:pre-wrap'>{}</pre>", obj.public.get("text", ""))
+
+    @admin.display(description="de-identification log")
+    def deid_log(self, obj):
+        deid = obj.private.get("deid") or {}
+        lines = list(deid.get("log", []))
+        lines += [f"[{r.get('stage')}] {r.get('original')!r} -> {r.get('token') or '(removed)'}"
+                  for r in deid.get("replacements", [])]
+        return format_html("<pre style='white-space:pre-wrap'>{}</pre>", "\n".join(lines))
+
+    @admin.action(description="De-identify the selected cases again")
+    def deidentify(self, request, queryset):
+        backend = deid_backend()
+        by_round = {}
+        for case in queryset.select_related("round"):
+            by_round.setdefault(case.round, []).append(case.external_id)
+        done = sum(cases_deidentify(round_=r, backend=backend, case_ids=ids).cases for r, ids in by_round.items())
+        self.message_user(request, f"{done} case(s) de-identified"
+                                   + ("" if backend else " with the regex stages only (no model backend configured)."))
 
 
 @admin.register(m.TruthVersion)

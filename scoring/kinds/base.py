@@ -80,6 +80,10 @@ class Bundle:
     truth: Truth
 
 
+class VerifyUnavailable(Exception):
+    """This benchmark offers no dry run; the message says why."""
+
+
 class Kind:
     """Base class. Subclasses set the class attributes and implement the methods."""
 
@@ -97,6 +101,9 @@ class Kind:
     # May a participant see per-case rows (with truth) of the public split
     # before the private split is revealed? False for hidden test sets.
     case_rows_public: ClassVar[bool] = True
+    # Are the cases texts that pass the de-identification pipeline before
+    # participants see them (public["text"], original in private)?
+    deidentify_text: ClassVar[bool] = False
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -160,6 +167,18 @@ class Kind:
     def format_help(self, config: Mapping[str, Any]) -> str:
         """Markdown describing the submission format for this benchmark."""
         raise NotImplementedError
+
+    # -- dry runs and page summaries -----------------------------------------
+    def verify(self, parsed: Any, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Score without saving (a participant's dry run); never reveals hidden truth.
+
+        Raises VerifyUnavailable when the kind or the benchmark's config has no dry run.
+        """
+        raise VerifyUnavailable(f"kind {self.name!r} has no verify endpoint")
+
+    def submission_summary(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
+        """Extra views of a submission's per-case rows for its page (e.g. a confusion matrix)."""
+        return None
 
     # -- scoring ------------------------------------------------------------
     def score(self, parsed: Any, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> Result:

@@ -101,3 +101,10 @@ class SubmissionSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     scored_at = serializers.DateTimeField(allow_null=True)
     url = serializers.CharField()
+
+
+class VerifySerializer(serializers.Serializer):
+    metrics = serializers.DictField(help_text="cases_evaluated, exact_match_accuracy, directional_accuracy, "
+                                              "close_accuracy, avg_confidence, mae (when scores were given)")
+    results = serializers.ListField(child=serializers.DictField(), help_text="one row per public case predicted")
+    direction_confusion_matrix = serializers.DictField(help_text="rows = actual direction, columns = predicted")

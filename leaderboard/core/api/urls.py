@@ -8,6 +8,7 @@ urlpatterns = [
     path("benchmarks/<slug:slug>/leaderboard/", views.Leaderboard.as_view(), name="api-leaderboard"),
     path("benchmarks/<slug:slug>/cases/", views.BenchmarkCases.as_view(), name="api-cases"),
     path("benchmarks/<slug:slug>/submissions/", views.SubmissionCreateOrList.as_view(), name="api-submissions"),
+    path("benchmarks/<slug:slug>/verify/", views.Verify.as_view(), name="api-verify"),
     path("submissions/<int:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),
     path("submissions/<int:pk>/cases/", views.SubmissionCases.as_view(), name="api-submission-cases"),
     path("submissions/<int:pk>/select/", views.SubmissionSelect.as_view(), name="api-submission-select"),

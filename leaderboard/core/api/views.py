@@ -23,6 +23,7 @@ from leaderboard.core.api.errors import error_response
 from leaderboard.core.models import Benchmark, Case, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
 from leaderboard.core.services.submissions import SubmissionRejected, submission_create, submission_select
+from leaderboard.core.services.verify import benchmark_verify
 
 
 def _benchmark(request, slug: str) -> Benchmark:
@@ -217,6 +218,39 @@ class SubmissionSelect(APIView):
         except SubmissionRejected as exc:
             return error_response(exc.errors, exc.status)
         return Response(submission_dict(request, sub))
+
+
+class Verify(APIView):
+    """The dry run: metrics and per-case results for public cases; nothing saved or counted."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "verify"
+
+    @extend_schema(
+        request={"application/json": s.SubmissionCreateSerializer,
+                 "multipart/form-data": s.SubmissionCreateSerializer},
+        responses={200: s.VerifySerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer,
+                   409: s.ErrorsSerializer},
+        summary="Score predictions without saving them (kind impact)",
+    )
+    def post(self, request, slug):
+        b = _benchmark(request, slug)
+        upload = request.FILES.get("file")
+        try:
+            if upload is not None:
+                if upload.size > b.kind_impl.max_upload_bytes(b.config):
+                    return error_response([RowError("the file is over the size limit", column="file")], 413)
+                result = benchmark_verify(benchmark=b, data=upload.read(), filename=upload.name)
+            elif isinstance(request.data, dict) and "predictions" in request.data:
+                result = benchmark_verify(benchmark=b, predictions=request.data["predictions"])
+            else:
+                return error_response([RowError("send a JSON body with 'predictions' (or a multipart 'file')",
+                                                column="predictions")], 400)
+        except SubmissionRejected as exc:
+            return error_response(exc.errors, exc.status)
+        return Response(result)
 
 
 class BenchmarkCases(APIView):

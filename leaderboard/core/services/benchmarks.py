@@ -18,6 +18,7 @@ from scoring.kinds.base import CaseSet, Truth
 
 from leaderboard.core.models import Benchmark, Case, Round, Submission, TruthValue, TruthVersion
 from leaderboard.core.services.casedata import latest_truth_version
+from leaderboard.core.services.deid import caseset_deidentify
 from leaderboard.core.services.leaderboards import leaderboard_refresh
 from leaderboard.core.services.submissions import submissions_requeue
 
@@ -154,9 +155,12 @@ def truth_load(*, round_: Round, cases: CaseSet, truth: Truth, user=None, note: 
     """Store a round's cases and, if it changed, a new truth version; rescore what it affects.
 
     Returns (current truth version number, whether it changed, submissions requeued).
-    Side effects: cases created/updated/removed; a TruthVersion with values;
+    Side effects: texts of kinds that need it de-identified; cases created/updated/removed; a TruthVersion with values;
     the round's scored and failed submissions requeued on commit.
     """
+    if round_.benchmark.kind_impl.deidentify_text:
+        # Participants never see an original text: redact before storing.
+        caseset_deidentify(cases, round_)
     with transaction.atomic():
         existing = {c.external_id: c for c in Case.objects.filter(round=round_)}
         keep = set()

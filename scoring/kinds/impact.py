@@ -1,0 +1,726 @@
+"""The ``impact`` kind: catalyst-impact predictions on press releases.
+
+Bundle (INTERFACE.md): ``cases.csv`` with ``case_id``, ``text``, ``percent_change``
+(percent, e.g. 12.5), ``market_cap`` (USD, > 0), optional ``split`` (``public`` or
+``private``, default public) and optional identifier columns ``company``,
+``ticker``, ``drugs``, ``executives`` (semicolon-separated lists, used only by
+de-identification).
+
+What ``parse_bundle`` returns (a plain ``Bundle``):
+
+* ``cases``: ``Case.public == {"text": <the text as loaded>}`` and the staff-only
+  ``Case.private == {"original_text": <the same text>, "identifiers": {"company":
+  [...], "ticker": [...], "drugs": [...], "executives": [...]}}``. The loaded text
+  is the ORIGINAL press release: the Django layer publishes
+  ``leaderboard.deid.deidentify(case.private["original_text"],
+  case.private["identifiers"], lists, backend).redacted_text`` as
+  ``public["text"]`` before participants see the case. Nothing identifying
+  other than that text ever sits in ``public``.
+* ``truth``: per case ``{"percent_change": float, "market_cap": float}``; the
+  adjusted score and category are derived at scoring time from the config, so a
+  config change needs no truth reload.
+
+Submission: JSON ``{"predictions": [{"case_id", "predicted_impact",
+"confidence"?, "predicted_score"?}]}`` or CSV with those columns; any subset of
+the cases. In errors, ``row`` is the spreadsheet row for CSV (header = row 1) and
+the 1-based position in ``predictions`` for JSON.
+
+Scores: per split present in the case set (``public``, ``private``), the metrics
+below; ``exact_match_accuracy`` ranks, and an entrant is ranked only with at
+least ``min_predictions`` evaluated cases (``leaderboard_eligible``). Per-case rows carry
+``split``: the caller must not show truth columns of private rows before reveal.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from scoring import metrics_impact as mi
+from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.kinds import register
+from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth, VerifyUnavailable
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "multiplier_coefficient": 0.5,
+    "multiplier_min": 0.25,
+    "multiplier_max": 3.0,
+    "score_divisor": 5.0,
+    "score_clamp": 10.0,
+    "min_predictions": 10,
+    "verify_enabled": True,
+    "max_upload_bytes": 10 * 1024 * 1024,
+    "bootstrap_resamples": 2000,
+}
+
+CASE_COLUMNS_REQUIRED = ("case_id", "text", "percent_change", "market_cap")
+IDENTIFIER_COLUMNS = ("company", "ticker", "drugs", "executives")
+CASE_COLUMNS_OPTIONAL = ("split", *IDENTIFIER_COLUMNS)
+SUBMISSION_REQUIRED = ("case_id", "predicted_impact")
+SUBMISSION_OPTIONAL = ("confidence", "predicted_score")
+SUBMISSION_FIELDS = SUBMISSION_REQUIRED + SUBMISSION_OPTIONAL
+SPLITS = ("public", "private")
+
+CASE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")
+MAX_CASE_TEXT = 100_000  # characters of one press release
+_CSV_FIELD_LIMIT = csv.field_size_limit()  # the csv module's global limit; never changed here
+
+
+class VerifyDisabled(VerifyUnavailable):
+    """Verify was asked of a benchmark whose config turns it off."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    case_id: str
+    predicted_impact: str
+    confidence: float | None = None
+    predicted_score: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"case_id": self.case_id, "predicted_impact": self.predicted_impact}
+        if self.confidence is not None:
+            out["confidence"] = self.confidence
+        if self.predicted_score is not None:
+            out["predicted_score"] = self.predicted_score
+        return out
+
+
+@dataclass(frozen=True)
+class ImpactSubmission:
+    """A validated submission: predictions sorted by case id, one per case."""
+
+    predictions: tuple[Prediction, ...]
+
+
+# -- small helpers --------------------------------------------------------------
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A value quoted for a message, cut so a hostile cell cannot flood the error list."""
+    s = value if isinstance(value, str) else json.dumps(value) if _jsonable(value) else repr(value)
+    s = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in s)
+    if len(s) > limit:
+        s = s[: limit - 3] + "..."
+    return repr(s) if isinstance(value, str) else s
+
+
+def _jsonable(v: Any) -> bool:
+    try:
+        json.dumps(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _decode(data: bytes, errors: ErrorList) -> str | None:
+    """UTF-8 text of an upload, or None with the reason added to ``errors``."""
+    if b"\x00" in data:
+        errors.add("the file contains NUL bytes: it looks binary; upload UTF-8 text (CSV or JSON)")
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        errors.add(
+            f"the file is not valid UTF-8 (byte {exc.start}, on line {line}); save it as UTF-8 text",
+            row=line,
+        )
+        return None
+
+
+def _read_csv(text: str, errors: ErrorList) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
+    """Header and (spreadsheet row, record) pairs; None with errors on a malformed file."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    records: list[tuple[int, list[str]]] = []
+    row = 0
+    try:
+        for record in reader:
+            row += 1
+            records.append((row, record))
+    except csv.Error as exc:
+        msg = str(exc)
+        if "field larger than field limit" in msg:
+            msg = f"a cell is longer than {_CSV_FIELD_LIMIT} characters"
+        errors.add(f"cannot read the CSV: {msg}", row=row + 1)
+        return None
+    if not records or not any(cell.strip() for cell in records[0][1]):
+        errors.add("the file is empty or its first row (the header) is blank", row=1)
+        return None
+    header = [h.strip() for h in records[0][1]]
+    return header, records[1:]
+
+
+def _check_header(
+    header: list[str], required: Sequence[str], optional: Sequence[str], errors: ErrorList
+) -> bool:
+    ok = True
+    seen: set[str] = set()
+    allowed = set(required) | set(optional)
+    for name in header:
+        if name in seen:
+            errors.add(f"column {_show(name)} appears twice", row=1, column=name)
+            ok = False
+        seen.add(name)
+        if name not in allowed:
+            errors.add(
+                f"unexpected column {_show(name)}; allowed columns are {', '.join(list(required) + list(optional))}",
+                row=1,
+                column=name[:100],
+            )
+            ok = False
+    for name in required:
+        if name not in seen:
+            errors.add(f"missing required column {name!r}", row=1, column=name)
+            ok = False
+    return ok
+
+
+def _number(raw: Any, *, from_csv: bool) -> float | None | str:
+    """Parse a numeric cell: a float, None when absent, or an error message."""
+    if raw is None:
+        return None
+    if from_csv:
+        s = raw.strip()
+        if s == "":
+            return None
+        if len(s) > 64:
+            return "is not a number"
+        try:
+            f = float(s)
+        except ValueError:
+            return "is not a number"
+    else:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            return "must be a JSON number"
+        try:
+            f = float(raw)
+        except OverflowError:
+            return "is too large"
+    if not math.isfinite(f):
+        return "must be a finite number (not NaN or infinity)"
+    return f
+
+
+def _split_list(raw: str) -> list[str]:
+    return [p.strip() for p in raw.split(";") if p.strip()]
+
+
+# -- the kind -------------------------------------------------------------------
+
+@register
+class ImpactKind(Kind):
+    name: ClassVar[str] = "impact"
+    label: ClassVar[str] = "Catalyst impact (press releases)"
+    metrics: ClassVar[tuple[MetricSpec, ...]] = (
+        MetricSpec("exact_match_accuracy", "Exact match %", True, "{:.1f}",
+                   "Share of predictions in exactly the actual category (percent)."),
+        MetricSpec("exact_match_ci_low", "Exact 95% CI low", True, "{:.1f}",
+                   "Lower end of a 95% percentile bootstrap interval on exact-match accuracy."),
+        MetricSpec("exact_match_ci_high", "Exact 95% CI high", True, "{:.1f}",
+                   "Upper end of a 95% percentile bootstrap interval on exact-match accuracy."),
+        MetricSpec("directional_accuracy", "Directional %", True, "{:.1f}",
+                   "Share of predictions in the actual direction group (positive, neutral, negative)."),
+        MetricSpec("close_accuracy", "Close %", True, "{:.1f}",
+                   "Share of predictions within one category of the actual one."),
+        MetricSpec("mae", "MAE", False, "{:.3f}",
+                   "Mean absolute error of predicted_score against the adjusted score, over predictions giving one."),
+        MetricSpec("avg_confidence", "Avg confidence", True, "{:.2f}",
+                   "Mean of the confidences given."),
+        MetricSpec("coverage", "Coverage %", True, "{:.1f}",
+                   "Cases predicted out of all cases of the split (percent)."),
+        MetricSpec("cases_evaluated", "Cases", True, "{:.0f}",
+                   "Predictions scored against resolved truth."),
+    )
+    ranking_metric: ClassVar[str] = "exact_match_accuracy"
+    splits: ClassVar[tuple[str, ...]] = SPLITS
+    bundle_files: ClassVar[tuple[str, ...]] = ("cases.csv",)
+    submission_formats: ClassVar[tuple[str, ...]] = ("json", "csv")
+    deidentify_text: ClassVar[bool] = True
+
+    # -- configuration ------------------------------------------------------
+    def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
+        errors = ErrorList(file="benchmark.json")
+        if config is None:
+            config = {}
+        if not isinstance(config, Mapping):
+            raise ValidationFailed([RowError("config must be a JSON object", column="config", file="benchmark.json")])
+        out = dict(DEFAULT_CONFIG)
+        for key in config:
+            if key not in DEFAULT_CONFIG:
+                errors.add(f"unknown config key {_show(key)}; known keys: {', '.join(DEFAULT_CONFIG)}", column=str(key)[:100])
+        floats = ("multiplier_coefficient", "multiplier_min", "multiplier_max", "score_divisor", "score_clamp")
+        ints = ("min_predictions", "max_upload_bytes", "bootstrap_resamples")
+        for key in floats:
+            if key in config:
+                v = config[key]
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    errors.add(f"{key} must be a finite number; got {_show(v)}", column=key)
+                else:
+                    out[key] = float(v)
+        for key in ints:
+            if key in config:
+                v = config[key]
+                if isinstance(v, bool) or not isinstance(v, int):
+                    errors.add(f"{key} must be a whole number; got {_show(v)}", column=key)
+                else:
+                    out[key] = v
+        if "verify_enabled" in config:
+            if not isinstance(config["verify_enabled"], bool):
+                errors.add(f"verify_enabled must be true or false; got {_show(config['verify_enabled'])}", column="verify_enabled")
+            else:
+                out["verify_enabled"] = config["verify_enabled"]
+        if not errors:
+            if out["multiplier_min"] <= 0:
+                errors.add("multiplier_min must be positive", column="multiplier_min")
+            if out["multiplier_max"] < out["multiplier_min"]:
+                errors.add("multiplier_max must be at least multiplier_min", column="multiplier_max")
+            if out["score_divisor"] <= 0:
+                errors.add("score_divisor must be positive", column="score_divisor")
+            if out["score_clamp"] <= 0:
+                errors.add("score_clamp must be positive", column="score_clamp")
+            if out["min_predictions"] < 0:
+                errors.add("min_predictions must be 0 or more", column="min_predictions")
+            if out["max_upload_bytes"] < 1024:
+                errors.add("max_upload_bytes must be at least 1024", column="max_upload_bytes")
+            if not 1 <= out["bootstrap_resamples"] <= 100_000:
+                errors.add("bootstrap_resamples must lie in 1..100000", column="bootstrap_resamples")
+        errors.raise_if_any()
+        return out
+
+    def score_params(self, config: Mapping[str, Any]) -> dict[str, float]:
+        """Keyword arguments of ``metrics_impact.adjusted_score`` from a config."""
+        cfg = self.validate_config(config)
+        return {k: cfg[k] for k in ("multiplier_coefficient", "multiplier_min", "multiplier_max", "score_divisor", "score_clamp")}
+
+    def verify(self, parsed: "ImpactSubmission", *, cases: CaseSet, truth: Truth,
+               config: Mapping[str, Any]) -> dict[str, Any]:
+        return verify(parsed, cases, truth, config)
+
+    def submission_summary(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
+        return submission_summary(case_rows, split=split)
+
+    def leaderboard_eligible(self, split_metrics: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+        """Whether a split's metrics qualify for the leaderboard (enough scored predictions)."""
+        cfg = self.validate_config(config)
+        return (split_metrics.get("cases_evaluated") or 0) >= cfg["min_predictions"]
+
+    # -- bundles ------------------------------------------------------------
+    def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
+        cfg = self.validate_config(config)
+        errors = ErrorList(file="cases.csv")
+        if "cases.csv" not in files:
+            raise ValidationFailed([RowError("the bundle has no cases.csv", file="cases.csv")])
+        text = _decode(files["cases.csv"], errors)
+        parsed = _read_csv(text, errors) if text is not None else None
+        if parsed is None:
+            errors.raise_if_any()
+            raise AssertionError("unreachable")
+        header, records = parsed
+        if not _check_header(header, CASE_COLUMNS_REQUIRED, CASE_COLUMNS_OPTIONAL, errors):
+            errors.raise_if_any()
+        col = {name: i for i, name in enumerate(header)}
+        cases: list[Case] = []
+        truth: dict[str, dict[str, Any]] = {}
+        first_row: dict[str, int] = {}
+        for row, rec in records:
+            if not any(c.strip() for c in rec):
+                continue
+            if len(rec) != len(header):
+                errors.add(f"this row has {len(rec)} cells but the header has {len(header)}", row=row)
+                continue
+            cell = {name: rec[i] for name, i in col.items()}
+            case_id = cell["case_id"].strip()
+            row_ok = True
+            if not case_id:
+                errors.add("case_id is empty", row=row, column="case_id")
+                row_ok = False
+            elif not CASE_ID_RE.fullmatch(case_id):
+                errors.add(
+                    f"case_id {_show(case_id)} must be 1-100 characters of letters, digits, '_', '.', ':' or '-', starting with a letter or digit",
+                    row=row, column="case_id")
+                row_ok = False
+            elif case_id in first_row:
+                errors.add(f"case_id {_show(case_id)} repeats row {first_row[case_id]}", row=row, column="case_id")
+                row_ok = False
+            else:
+                first_row[case_id] = row
+            body = cell["text"].strip()
+            if not body:
+                errors.add("text is empty", row=row, column="text")
+                row_ok = False
+            elif len(body) > MAX_CASE_TEXT:
+                errors.add(f"text is longer than {MAX_CASE_TEXT} characters", row=row, column="text")
+                row_ok = False
+            pc = _number(cell["percent_change"], from_csv=True)
+            if pc is None or isinstance(pc, str):
+                errors.add(f"percent_change {_show(cell['percent_change'])} {pc or 'is empty'}; give the price move in percent, e.g. 12.5", row=row, column="percent_change")
+                row_ok = False
+            elif pc < -100:
+                errors.add(f"percent_change {pc} is below -100: a price cannot fall more than 100%", row=row, column="percent_change")
+                row_ok = False
+            cap = _number(cell["market_cap"], from_csv=True)
+            if cap is None or isinstance(cap, str):
+                errors.add(f"market_cap {_show(cell['market_cap'])} {cap or 'is empty'}; give it in US dollars, e.g. 2500000000", row=row, column="market_cap")
+                row_ok = False
+            elif cap <= 0:
+                errors.add(f"market_cap must be positive (US dollars); got {cap}", row=row, column="market_cap")
+                row_ok = False
+            split = cell.get("split", "").strip().lower() or "public"
+            if split not in SPLITS:
+                errors.add(f"split {_show(cell.get('split'))} must be 'public' or 'private'", row=row, column="split")
+                row_ok = False
+            if not row_ok:
+                continue
+            identifiers = {name: _split_list(cell.get(name, "")) for name in IDENTIFIER_COLUMNS}
+            cases.append(
+                Case(
+                    case_id=case_id,
+                    split=split,
+                    public={"text": body},
+                    private={"original_text": body, "identifiers": identifiers},
+                )
+            )
+            truth[case_id] = {"percent_change": pc, "market_cap": cap}
+        if not cases and not errors:
+            errors.add("cases.csv has a header but no cases")
+        errors.raise_if_any()
+        return Bundle(config=cfg, cases=CaseSet(cases), truth=Truth(truth))
+
+    # -- submissions --------------------------------------------------------
+    def parse_submission(
+        self, data: bytes, *, filename: str, cases: CaseSet, config: Mapping[str, Any]
+    ) -> ImpactSubmission:
+        cfg = self.validate_config(config)
+        limit = cfg["max_upload_bytes"]
+        if len(data) > limit:
+            raise ValidationFailed(
+                [RowError(f"the file is {len(data)} bytes; the limit is {limit} bytes")], too_large=True
+            )
+        errors = ErrorList()
+        text = _decode(data, errors)
+        if text is None:
+            errors.raise_if_any()
+        name = (filename or "").lower()
+        stripped = text.lstrip()
+        if name.endswith(".json") or (not name.endswith(".csv") and stripped[:1] in ("{", "[")):
+            return self._parse_json_text(text, cases=cases, errors=errors)
+        return self._parse_csv_text(text, cases=cases, errors=errors)
+
+    def parse_json_predictions(
+        self, predictions: Any, *, cases: CaseSet, config: Mapping[str, Any]
+    ) -> ImpactSubmission:
+        """Validate the ``predictions`` list of a JSON body (API clients and verify)."""
+        self.validate_config(config)
+        errors = ErrorList()
+        if not isinstance(predictions, list):
+            errors.add('"predictions" must be a list of objects', column="predictions")
+            errors.raise_if_any()
+        return self._check_predictions(
+            [(i + 1, item) for i, item in enumerate(predictions)], from_csv=False, cases=cases, errors=errors
+        )
+
+    def _parse_json_text(self, text: str, *, cases: CaseSet, errors: ErrorList) -> ImpactSubmission:
+        def constant(name: str) -> float:
+            return float(name.replace("Infinity", "inf"))  # reported later as non-finite
+
+        try:
+            doc = json.loads(text, parse_constant=constant)
+        except json.JSONDecodeError as exc:
+            errors.add(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", row=exc.lineno)
+            errors.raise_if_any()
+        except (ValueError, RecursionError) as exc:
+            errors.add(f"not valid JSON: {str(exc)[:120] or type(exc).__name__}")
+            errors.raise_if_any()
+        if not isinstance(doc, dict) or "predictions" not in doc:
+            errors.add('the JSON must be an object {"predictions": [...]}')
+            errors.raise_if_any()
+        for key in doc:
+            if key != "predictions":
+                errors.add(f'unexpected top-level key {_show(key)}; the file holds only "predictions"', column=str(key)[:100])
+        preds = doc["predictions"]
+        if not isinstance(preds, list):
+            errors.add('"predictions" must be a list of objects', column="predictions")
+            errors.raise_if_any()
+        return self._check_predictions(
+            [(i + 1, item) for i, item in enumerate(preds)], from_csv=False, cases=cases, errors=errors
+        )
+
+    def _parse_csv_text(self, text: str, *, cases: CaseSet, errors: ErrorList) -> ImpactSubmission:
+        parsed = _read_csv(text, errors)
+        if parsed is None:
+            errors.raise_if_any()
+        header, records = parsed
+        if not _check_header(header, SUBMISSION_REQUIRED, SUBMISSION_OPTIONAL, errors):
+            errors.raise_if_any()
+        items: list[tuple[int, Any]] = []
+        for row, rec in records:
+            if not any(c.strip() for c in rec):
+                continue
+            if len(rec) != len(header):
+                errors.add(f"this row has {len(rec)} cells but the header has {len(header)}", row=row)
+                continue
+            items.append((row, dict(zip(header, rec))))
+        return self._check_predictions(items, from_csv=True, cases=cases, errors=errors)
+
+    def _check_predictions(
+        self, items: list[tuple[int, Any]], *, from_csv: bool, cases: CaseSet, errors: ErrorList
+    ) -> ImpactSubmission:
+        known = {c.case_id for c in cases.cases}
+        first_row: dict[str, int] = {}
+        out: list[Prediction] = []
+        for row, item in items:
+            if not isinstance(item, dict):
+                errors.add(f"each prediction must be an object; got {_show(item)}", row=row)
+                continue
+            ok = True
+            if not from_csv:
+                for key in item:
+                    if key not in SUBMISSION_FIELDS:
+                        errors.add(
+                            f"unexpected field {_show(key)}; allowed fields are {', '.join(SUBMISSION_FIELDS)}",
+                            row=row, column=str(key)[:100])
+                        ok = False
+            # case_id
+            raw_id = item.get("case_id")
+            case_id: str | None = None
+            if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+                errors.add("case_id is missing", row=row, column="case_id")
+                ok = False
+            elif isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+                errors.add(f"case_id must be a string; got {_show(raw_id)}", row=row, column="case_id")
+                ok = False
+            else:
+                case_id = str(raw_id).strip()
+                if case_id not in known:
+                    errors.add(f"unknown case id {_show(case_id)}", row=row, column="case_id")
+                    ok = False
+                elif case_id in first_row:
+                    errors.add(f"case id {_show(case_id)} is repeated (first at row {first_row[case_id]})", row=row, column="case_id")
+                    ok = False
+                else:
+                    first_row[case_id] = row
+            # predicted_impact
+            raw_cat = item.get("predicted_impact")
+            category: str | None = None
+            if raw_cat is None or (isinstance(raw_cat, str) and not raw_cat.strip()):
+                errors.add("predicted_impact is missing", row=row, column="predicted_impact")
+                ok = False
+            elif not isinstance(raw_cat, str) or raw_cat.strip().lower() not in mi.CATEGORY_ORDER:
+                errors.add(
+                    f"predicted_impact {_show(raw_cat)} is not one of the seven categories: {', '.join(mi.CATEGORIES)}",
+                    row=row, column="predicted_impact")
+                ok = False
+            else:
+                category = raw_cat.strip().lower()
+            # optional numbers
+            conf = _number(item.get("confidence"), from_csv=from_csv)
+            if isinstance(conf, str):
+                errors.add(f"confidence {_show(item.get('confidence'))} {conf}", row=row, column="confidence")
+                ok = False
+            elif conf is not None and not 0.0 <= conf <= 1.0:
+                errors.add(f"confidence {conf} is outside [0, 1]", row=row, column="confidence")
+                ok = False
+            score = _number(item.get("predicted_score"), from_csv=from_csv)
+            if isinstance(score, str):
+                errors.add(f"predicted_score {_show(item.get('predicted_score'))} {score}", row=row, column="predicted_score")
+                ok = False
+            if ok:
+                out.append(Prediction(case_id, category, conf, score))  # type: ignore[arg-type]
+        if not items and not errors:
+            errors.add("the submission has no predictions")
+        errors.raise_if_any()
+        out.sort(key=lambda p: p.case_id)
+        return ImpactSubmission(tuple(out))
+
+    def dump_submission(self, parsed: ImpactSubmission) -> dict[str, Any]:
+        return {"predictions": [p.as_dict() for p in parsed.predictions]}
+
+    def load_submission(self, data: Mapping[str, Any]) -> ImpactSubmission:
+        preds = [
+            Prediction(
+                str(d["case_id"]),
+                str(d["predicted_impact"]),
+                None if d.get("confidence") is None else float(d["confidence"]),
+                None if d.get("predicted_score") is None else float(d["predicted_score"]),
+            )
+            for d in data["predictions"]
+        ]
+        return ImpactSubmission(tuple(sorted(preds, key=lambda p: p.case_id)))
+
+    def example_submission(self, cases: CaseSet, config: Mapping[str, Any]) -> tuple[str, bytes]:
+        ids = [c.case_id for c in cases.cases if c.split == "public"][:3] or cases.ids()[:3]
+        cats = ("positive", "neutral", "slightly_negative")
+        preds = [
+            {"case_id": cid, "predicted_impact": cats[i % 3], "confidence": 0.6, "predicted_score": [1.5, 0.0, -0.7][i % 3]}
+            for i, cid in enumerate(ids)
+        ]
+        return "predictions.json", (json.dumps({"predictions": preds}, indent=2) + "\n").encode()
+
+    def format_help(self, config: Mapping[str, Any]) -> str:
+        cfg = self.validate_config(config)
+        return (
+            "Upload JSON `{\"predictions\": [{\"case_id\": ..., \"predicted_impact\": ..., "
+            "\"confidence\": 0.7, \"predicted_score\": 1.2}]}` or a CSV with the columns "
+            "`case_id,predicted_impact,confidence,predicted_score` (the last two optional).\n\n"
+            f"- `predicted_impact`: one of {', '.join(f'`{c}`' for c in mi.CATEGORIES)}.\n"
+            "- `confidence`: a number in [0, 1] (optional).\n"
+            "- `predicted_score`: your estimate of the adjusted score (optional; used for MAE).\n"
+            "- Any subset of the cases; each case at most once.\n\n"
+            f"Adjusted score = clamp(percent_change x multiplier / {cfg['score_divisor']:g}, "
+            f"-{cfg['score_clamp']:g}, {cfg['score_clamp']:g}); multiplier = clamp(1 + "
+            f"{cfg['multiplier_coefficient']:g} x log10(market_cap / $1B), {cfg['multiplier_min']:g}, "
+            f"{cfg['multiplier_max']:g}). Ranked by exact-match accuracy; at least "
+            f"{cfg['min_predictions']} scored predictions to appear. Files up to "
+            f"{cfg['max_upload_bytes']} bytes."
+        )
+
+    # -- scoring ------------------------------------------------------------
+    def case_rows(
+        self, parsed: ImpactSubmission, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        """Per-case rows for every prediction whose case exists and has truth (all splits)."""
+        params = self.score_params(config)
+        by_id = cases.by_id()
+        kept: list[tuple[Prediction, Case, dict[str, Any]]] = []
+        for p in parsed.predictions:
+            case = by_id.get(p.case_id)
+            t = truth.values.get(p.case_id)
+            if case is None or not t or t.get("percent_change") is None or t.get("market_cap") is None:
+                continue  # case removed since upload, or truth not released yet
+            kept.append((p, case, t))
+        if not kept:
+            return []
+        pc = np.array([float(t["percent_change"]) for _, _, t in kept])
+        cap = np.array([float(t["market_cap"]) for _, _, t in kept])
+        adj = np.atleast_1d(mi.adjusted_score(pc, cap, **params))
+        actual = mi.impact_category(adj)
+        rows = []
+        for (p, case, _), pct, a, act in zip(kept, pc, adj, actual):
+            po, ao = mi.CATEGORY_ORDER[p.predicted_impact], mi.CATEGORY_ORDER[act]
+            pdir, adir = mi.direction(p.predicted_impact), mi.direction(act)
+            rows.append(
+                {
+                    "case_id": p.case_id,
+                    "split": case.split,
+                    "predicted_impact": p.predicted_impact,
+                    "actual_impact": str(act),
+                    "percent_change": float(pct),
+                    "adjusted_score": float(a),
+                    "confidence": p.confidence,
+                    "predicted_score": p.predicted_score,
+                    "exact_match": po == ao,
+                    "close_match": abs(po - ao) <= 1,
+                    "direction_correct": pdir == adir,
+                    "actual_direction": adir,
+                    "predicted_direction": pdir,
+                }
+            )
+        return rows
+
+    def score(
+        self, parsed: ImpactSubmission, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]
+    ) -> Result:
+        cfg = self.validate_config(config)
+        rows = self.case_rows(parsed, cases=cases, truth=truth, config=cfg)
+        predicted_ids = {p.case_id for p in parsed.predictions}
+        metrics: dict[str, dict[str, float | None]] = {}
+        for split in SPLITS:
+            split_ids = [c.case_id for c in cases.cases if c.split == split]
+            if not split_ids:
+                continue
+            split_rows = [r for r in rows if r["split"] == split]
+            m = split_metrics(split_rows, resamples=cfg["bootstrap_resamples"])
+            m["coverage"] = 100.0 * sum(1 for cid in split_ids if cid in predicted_ids) / len(split_ids)
+            metrics[split] = m
+        return Result(metrics=metrics, cases=rows, provisional=not truth.final)
+
+
+def split_metrics(rows: Sequence[Mapping[str, Any]], *, resamples: int = 2000) -> dict[str, float | None]:
+    """Headline metrics (no confusion matrix) of per-case rows of one split, with the bootstrap interval."""
+    m = mi.impact_metrics(
+        [r["predicted_impact"] for r in rows],
+        [r["adjusted_score"] for r in rows],
+        [r["confidence"] for r in rows],
+        [r["predicted_score"] for r in rows],
+    )
+    m.pop("direction_confusion_matrix")
+    low, high = exact_match_ci([r["exact_match"] for r in rows], resamples=resamples)
+    m["exact_match_ci_low"], m["exact_match_ci_high"] = low, high
+    return m
+
+
+def exact_match_ci(matches: Sequence[bool], *, resamples: int = 2000, level: float = 0.95) -> tuple[float | None, float | None]:
+    """95% interval on exact-match accuracy (percent) from per-case hits.
+
+    A percentile bootstrap with a fixed seed, so rescoring gives the same interval.
+    """
+    values = np.asarray([100.0 if m else 0.0 for m in matches])
+    return mi.percentile_bootstrap_ci(values, resamples=resamples, level=level, seed=0)
+
+
+def submission_summary(rows: Sequence[Mapping[str, Any]], *, split: str = "public", bins: int = 5) -> dict[str, Any]:
+    """What the submission page draws for one split: the 3x3 direction confusion
+    matrix (rows = actual) and calibration bins (confidence against exact-match accuracy)."""
+    rows = [r for r in rows if r["split"] == split]
+    return {
+        "direction_confusion_matrix": mi.direction_confusion_matrix(
+            [r["predicted_impact"] for r in rows], [r["actual_impact"] for r in rows]
+        ),
+        "calibration": mi.calibration_bins(
+            [r["confidence"] for r in rows], [r["exact_match"] for r in rows], bins=bins
+        ),
+    }
+
+
+_VERIFY_RESULT_KEYS = (
+    "case_id", "predicted_impact", "actual_impact", "percent_change", "adjusted_score",
+    "confidence", "predicted_score", "exact_match", "close_match", "direction_correct",
+    "actual_direction", "predicted_direction",
+)
+
+
+def verify(
+    parsed: ImpactSubmission, cases: CaseSet, truth: Truth, config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The dry run of the spec: ``{"metrics", "results", "direction_confusion_matrix"}``.
+
+    Computed over PUBLIC cases only. Predictions of private cases are ignored
+    (counted in ``metrics["cases_ignored_private"]``) and never produce a result
+    row, so no private truth leaks; public cases without released truth are
+    counted in ``metrics["cases_ignored_unresolved"]``. ``mae`` is present only
+    when some prediction gave a predicted_score. Raises VerifyDisabled when the
+    config turns verify off.
+    """
+    kind = ImpactKind()
+    cfg = kind.validate_config(config)
+    if not cfg["verify_enabled"]:
+        raise VerifyDisabled("verify is turned off for this benchmark")
+    splits = {c.case_id: c.split for c in cases.cases}
+    public_preds = tuple(p for p in parsed.predictions if splits.get(p.case_id) == "public")
+    ignored_private = sum(1 for p in parsed.predictions if splits.get(p.case_id) == "private")
+    public_cases = CaseSet([c for c in cases.cases if c.split == "public"])
+    public_truth = Truth({cid: v for cid, v in truth.values.items() if splits.get(cid) == "public"}, final=truth.final)
+    rows = kind.case_rows(ImpactSubmission(public_preds), cases=public_cases, truth=public_truth, config=cfg)
+    m = mi.impact_metrics(
+        [r["predicted_impact"] for r in rows],
+        [r["adjusted_score"] for r in rows],
+        [r["confidence"] for r in rows],
+        [r["predicted_score"] for r in rows],
+    )
+    matrix = m.pop("direction_confusion_matrix")
+    if m["mae"] is None:
+        m.pop("mae")
+    m["coverage"] = 100.0 * len(public_preds) / len(public_cases.cases) if public_cases.cases else None
+    m["cases_ignored_private"] = ignored_private
+    m["cases_ignored_unresolved"] = len(public_preds) - len(rows)
+    return {
+        "metrics": m,
+        "results": [{k: r[k] for k in _VERIFY_RESULT_KEYS} for r in rows],
+        "direction_confusion_matrix": matrix,
+    }
