@@ -28,9 +28,8 @@ def _load() -> None:
     # Import the kind modules lazily so importing scoring.kinds stays cheap.
     import importlib
 
-    for mod in ("properties", "impact"):
-        try:
-            importlib.import_module(f"scoring.kinds.{mod}")
-        except ModuleNotFoundError as exc:  # a kind still being written
-            if exc.name != f"scoring.kinds.{mod}":
-                raise
+    for mod in KIND_MODULES:
+        importlib.import_module(f"scoring.kinds.{mod}")
+
+
+KIND_MODULES = ("properties", "impact")
