@@ -67,3 +67,23 @@ def wait_for(predicate, *, timeout: float = 30, interval: float = 0.1, message: 
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {message}")
+
+
+def purge_broker() -> None:
+    """Drop messages left in the scoring queue by earlier runs (they name rows of another database)."""
+    from leaderboard.celery import app
+
+    with app.connection_for_write() as conn:
+        conn.default_channel.queue_purge("scoring")
+
+
+def wait_until_ready(proc: subprocess.Popen, timeout: float = 30) -> None:
+    """Block until the worker logs that it consumes, or fail with its log."""
+    path = Path(proc.log_path)  # type: ignore[attr-defined]
+
+    def ready() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError("the worker exited early:\n" + path.read_text(errors="replace")[-3000:])
+        return " ready." in path.read_text(errors="replace")
+
+    wait_for(ready, timeout=timeout, message="the Celery worker to be ready")
