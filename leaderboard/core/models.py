@@ -215,6 +215,8 @@ class Submission(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     status_reason = models.TextField(blank=True)
     errors = models.JSONField(default=list, blank=True)
+    # Column order of the per-case rows (PostgreSQL's jsonb does not keep key order).
+    case_columns = models.JSONField(default=list, blank=True)
     # The participant's choice for the private leaderboard.
     is_selected = models.BooleanField(default=False)
     # False once a server-side failure refunded the daily quota.

@@ -65,7 +65,8 @@ def submission_case_rows(submission: Submission, *, viewer=None) -> list[dict]:
     qs = CaseResult.objects.filter(submission=submission).select_related("case").order_by("case__position", "id")
     if not show_private:
         qs = qs.filter(split="public")
-    return [row.data for row in qs]
+    order = {name: i for i, name in enumerate(submission.case_columns)}
+    return [dict(sorted(row.data.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))) for row in qs]
 
 
 def submissions_for(user, *, benchmark: Benchmark | None = None):

@@ -281,6 +281,10 @@ def scores_save(sub: Submission, result, version) -> None:
         for split, metrics in result.metrics.items()
         for metric, value in metrics.items()
     )
+    columns: list[str] = []
+    for row in result.cases:
+        columns.extend(k for k in row if k not in columns)
+    sub.case_columns = columns
     if result.cases:
         case_ids = dict(Case.objects.filter(round_id=sub.round_id).values_list("external_id", "id"))
         CaseResult.objects.bulk_create(
