@@ -185,3 +185,31 @@ def test_api_schema_is_openapi3_and_docs_need_no_cdn(db):
         assert path in schema["paths"], sorted(schema["paths"])
     docs = client.get("/api/docs/").content.decode()
     assert not re.search(r"(src|href)=\"https?://", docs), "the docs page must not load anything from a CDN"
+
+
+def test_api_oversized_json_body_gets_413_in_the_error_shape(mini_benchmark, api_for, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = '{"predictions": [' + ",".join(['{"sequence_id": "ab00", "A": 1, "B": 2, "fold": 0}'] * 100) + "]}"
+    resp = api_for("owner").generic("POST", f"/api/benchmarks/{mini_benchmark.slug}/submissions/", body,
+                                    content_type="application/json")
+    assert resp.status_code == 413
+    assert "as a file" in resp.json()["errors"][0]["message"]
+
+
+@pytest.mark.parametrize("body,fragment", [
+    ({"predictions": "not a list"}, "list"),
+    ({"predictions": [{"sequence_id": "ab00"}]}, "missing"),
+    ({"predictions": [["ab00", 1, 2, 0]]}, "object"),
+    ({"something": []}, "predictions"),
+], ids=["not a list", "missing fields", "rows not objects", "no predictions key"])
+def test_api_malformed_json_body_gets_400(mini_benchmark, api_for, body, fragment):
+    resp = api_for("owner").post(f"/api/benchmarks/{mini_benchmark.slug}/submissions/", body, format="json")
+    assert resp.status_code == 400, resp.content[:300]
+    assert any(fragment in e["message"].lower() for e in resp.json()["errors"]), resp.json()
+    assert not Submission.objects.exists()
+
+
+def test_api_invalid_json_syntax_gets_400_in_the_error_shape(mini_benchmark, api_for):
+    resp = api_for("owner").generic("POST", f"/api/benchmarks/{mini_benchmark.slug}/submissions/", "{oops",
+                                    content_type="application/json")
+    assert resp.status_code == 400 and resp.json()["errors"][0]["message"]

@@ -1,6 +1,8 @@
 """One error shape for every API answer: {"errors": [{"row", "column", "message"}], "detail"}."""
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -25,6 +27,10 @@ def _flatten(data, prefix=None):
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):
+        return error_response([RowError(
+            f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes; upload large "
+            "submissions as a file (multipart field 'file')")], 413)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

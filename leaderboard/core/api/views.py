@@ -147,7 +147,8 @@ class SubmissionCreateOrList(APIView):
             kwargs = {"data": upload.read(), "filename": upload.name}
         elif isinstance(request.data, dict) and "predictions" in request.data:
             predictions = request.data["predictions"]
-            if isinstance(predictions, str):  # a form field carrying JSON text
+            if isinstance(predictions, str) and not request.content_type.startswith("application/json"):
+                # a form field carrying JSON text
                 try:
                     predictions = json.loads(predictions)
                 except json.JSONDecodeError as exc:
