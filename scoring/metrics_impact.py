@@ -251,35 +251,3 @@ def calibration_bins(
             }
         )
     return out
-
-
-def percentile_bootstrap_ci(
-    values: Sequence[float] | np.ndarray,
-    *,
-    resamples: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> tuple[float | None, float | None]:
-    """Percentile bootstrap interval of the mean of ``values`` (e.g. 0/100 per case).
-
-    Deterministic for a given seed. (None, None) for no values; a single value
-    gives a degenerate interval at that value.
-    """
-    x = np.asarray(values, dtype=float).ravel()
-    if x.size == 0:
-        return None, None
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1); got {level}")
-    if resamples < 1:
-        raise ValueError("resamples must be at least 1")
-    rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    # Resample in chunks so a large case set never needs a resamples x n matrix at once.
-    chunk = max(1, 2_000_000 // x.size)
-    for start in range(0, resamples, chunk):
-        k = min(chunk, resamples - start)
-        idx = rng.integers(0, x.size, size=(k, x.size))
-        means[start : start + k] = x[idx].mean(axis=1)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return float(low), float(high)

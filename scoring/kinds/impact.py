@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from scoring import metrics_impact as mi
+from scoring.metrics_uncertainty import bootstrap_ci
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth, VerifyUnavailable
@@ -238,6 +239,15 @@ class ImpactKind(Kind):
                    "Predictions scored against resolved truth."),
     )
     ranking_metric: ClassVar[str] = "exact_match_accuracy"
+    metric_intervals: ClassVar[Mapping[str, tuple[str, str]]] = {
+        "exact_match_accuracy": ("exact_match_ci_low", "exact_match_ci_high"),
+    }
+    case_column_orders: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "predicted_impact": mi.CATEGORIES,
+        "actual_impact": mi.CATEGORIES,
+        "predicted_direction": ("negative", "neutral", "positive"),
+        "actual_direction": ("negative", "neutral", "positive"),
+    }
     splits: ClassVar[tuple[str, ...]] = SPLITS
     bundle_files: ClassVar[tuple[str, ...]] = ("cases.csv",)
     submission_formats: ClassVar[tuple[str, ...]] = ("json", "csv")
@@ -661,7 +671,10 @@ def exact_match_ci(matches: Sequence[bool], *, resamples: int = 2000, level: flo
     A percentile bootstrap with a fixed seed, so rescoring gives the same interval.
     """
     values = np.asarray([100.0 if m else 0.0 for m in matches])
-    return mi.percentile_bootstrap_ci(values, resamples=resamples, level=level, seed=0)
+    if values.size == 0:
+        return None, None
+    ci = bootstrap_ci(values, n=resamples, seed=0, confidence=level)
+    return ci.low, ci.high
 
 
 def submission_summary(rows: Sequence[Mapping[str, Any]], *, split: str = "public", bins: int = 5) -> dict[str, Any]:

@@ -1,0 +1,218 @@
+"""Portfolio metrics (spec/portfolio-rounds.txt, DESIGN.md "Portfolio score" and "Comparison sets").
+
+* ``portfolio_return``: ``sum(weight / 100 * option_return)`` over the submitted
+  allocation percentages (cash returns 0).
+* ``oracle_return``: the best return in the saved universe, cash (0) included, so >= 0.
+* ``capitalbench_score``: ``100 * portfolio_return / oracle_return``; with a zero
+  oracle a 0 % portfolio scores 100 and a loss is unavailable (None).
+* ``comparison_set_score``: ``100 * sum(portfolio) / sum(oracle)`` over a set's
+  rounds, with the same zero-oracle rule; returns are never compounded.
+* ``comparison_sets``: entrants ordered by their first completed round; each
+  entrant that joins starts a new set of it and every entrant before it; a set's
+  rounds are those every member completed.
+
+Returns are plain fractions or percents, as long as portfolio and oracle use the
+same unit: the scores are ratios.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "CASH",
+    "ComparisonSet",
+    "capitalbench_score",
+    "comparison_set_score",
+    "comparison_sets",
+    "oracle_return",
+    "portfolio_return",
+]
+
+CASH = "CASH"
+# Allocation percentages must sum to 100 within this (33.33 + 33.33 + 33.34 is fine).
+WEIGHT_SUM_TOLERANCE = 0.01
+# A portfolio return above the oracle by no more than this is rounding, not an error.
+_RETURN_TOLERANCE = 1e-12
+
+
+def _returns_series(option_returns: Any, what: str = "option_returns") -> pd.Series:
+    series = option_returns if isinstance(option_returns, pd.Series) else pd.Series(option_returns)
+    if not series.index.is_unique:
+        raise ValueError(f"{what} lists an option more than once")
+    try:
+        return series.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be numbers (returns, e.g. 0.0393 for +3.93%)") from None
+
+
+def portfolio_return(weights: Any, option_returns: Any, *, cash: Hashable = CASH) -> Any:
+    """Return of a portfolio from its allocation percentages.
+
+    ``weights``: option -> percent (a dict or Series; a DataFrame has one column per
+    portfolio and gives a Series), summing to 100; ``cash`` (default "CASH") may hold
+    part of it and returns 0. ``option_returns``: option -> return over the round.
+    Arrays are aligned by position (then cash must be one of the options, return 0).
+    """
+    if isinstance(weights, (pd.Series, pd.DataFrame, Mapping)):
+        table = pd.DataFrame(weights) if isinstance(weights, pd.DataFrame) else pd.Series(weights).to_frame()
+        returns = _returns_series(option_returns)
+        if cash not in returns.index:
+            returns = pd.concat([returns, pd.Series([0.0], index=[cash])])
+        unknown = table.index.difference(returns.index)
+        if len(unknown):
+            raise ValueError(f"weights name options outside the round's universe: {list(unknown)[:5]}")
+        option_values = returns.reindex(table.index).to_numpy()
+    else:
+        table = pd.DataFrame(np.asarray(weights, dtype=np.float64))
+        option_values = np.asarray(option_returns, dtype=np.float64)
+        if option_values.shape != (len(table),):
+            raise ValueError(f"option_returns must have one return per weight ({len(table)}); got shape {option_values.shape}")
+    try:
+        w = table.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("weights must be numbers (allocation percentages)") from None
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError("weights must be finite, non-negative percentages (no short positions)")
+    sums = w.sum(axis=0)
+    off = np.abs(sums - 100.0) > WEIGHT_SUM_TOLERANCE
+    if off.any():
+        raise ValueError(f"allocation percentages must sum to 100 (cash included); they sum to {sums[off][0]:g}")
+    held = (w > 0).any(axis=1)
+    if not np.isfinite(option_values[held]).all():
+        missing = list(table.index[held & ~np.isfinite(option_values)])[:5]
+        raise ValueError(f"no return is known for held options {missing}; their prices are needed to score")
+    values = (w[held] / 100.0 * option_values[held, None]).sum(axis=0)
+    if isinstance(weights, pd.DataFrame):
+        return pd.Series(values, index=table.columns, name="portfolio_return")
+    return float(values[0])
+
+
+def oracle_return(option_returns: Any) -> float:
+    """The best return in the saved universe, cash (0 %) included: never negative."""
+    values = _returns_series(option_returns).to_numpy()
+    if np.isnan(values).any() or np.isinf(values).any():
+        raise ValueError("option_returns must all be known, finite returns to find the oracle")
+    return float(max(values.max(initial=0.0), 0.0))
+
+
+def _finite(value: Any, what: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number; got {value!r}") from None
+    if not math.isfinite(out):
+        raise ValueError(f"{what} must be finite; got {value!r}")
+    return out
+
+
+def capitalbench_score(portfolio_return: float, oracle_return: float) -> float | None:
+    """``100 * portfolio_return / oracle_return``.
+
+    The oracle is the best return with cash included, so it is >= 0 and no portfolio
+    beats it. A zero oracle: a 0 % portfolio scores 100; a loss has no finite ratio
+    and is unavailable (None, shown as "n/a").
+    """
+    p = _finite(portfolio_return, "portfolio_return")
+    o = _finite(oracle_return, "oracle_return")
+    if o < 0:
+        raise ValueError("oracle_return cannot be negative: cash (0%) is always in the universe")
+    if p - o > _RETURN_TOLERANCE * max(1.0, abs(o)):
+        raise ValueError(
+            f"portfolio_return {p!r} exceeds oracle_return {o!r}; the oracle must be the best return in the universe"
+        )
+    if o == 0:
+        return 100.0 if p >= -_RETURN_TOLERANCE else None
+    return 100.0 * p / o
+
+
+def _round_values(values: Any, what: str) -> pd.Series:
+    series = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=np.float64))
+    if len(series) == 0:
+        raise ValueError(f"{what} is empty: a comparison set needs at least one round")
+    if not series.index.is_unique:
+        raise ValueError(f"{what} lists a round more than once")
+    return series.astype(np.float64)
+
+
+def comparison_set_score(portfolio_returns: Any, oracle_returns: Any) -> float | None:
+    """``100 * sum(portfolio_returns) / sum(oracle_returns)`` over a comparison set's rounds.
+
+    Series are aligned by round id (they must cover the same rounds); sequences by
+    position. The zero-oracle rule of ``capitalbench_score`` applies to the sums.
+    """
+    p = _round_values(portfolio_returns, "portfolio_returns")
+    o = _round_values(oracle_returns, "oracle_returns")
+    if isinstance(portfolio_returns, pd.Series) and isinstance(oracle_returns, pd.Series):
+        if not p.index.sort_values().equals(o.index.sort_values()):
+            raise ValueError("portfolio_returns and oracle_returns must cover the same rounds")
+        o = o.reindex(p.index)
+    elif len(p) != len(o):
+        raise ValueError(f"portfolio_returns has {len(p)} rounds but oracle_returns has {len(o)}")
+    if not (np.isfinite(p).all() and np.isfinite(o).all()):
+        raise ValueError("every round of a comparison set needs a finite portfolio and oracle return")
+    if (o < 0).any():
+        raise ValueError("an oracle return cannot be negative: cash (0%) is always in the universe")
+    return capitalbench_score(float(p.sum()), float(o.sum()))
+
+
+@dataclass(frozen=True)
+class ComparisonSet:
+    """Entrants ranked together, over the rounds every one of them completed.
+
+    ``members`` in joining order; ``rounds`` in round order; ``joined`` are the
+    entrants whose first round started this set.
+    """
+
+    members: tuple[Hashable, ...]
+    rounds: tuple[Hashable, ...]
+    joined: tuple[Hashable, ...]
+
+
+def comparison_sets(
+    completed_rounds_by_entrant: Mapping[Hashable, Iterable[Hashable]],
+    *,
+    round_order: Sequence[Hashable] | None = None,
+) -> list[ComparisonSet]:
+    """The comparison sets of one track (weekly or monthly; call once per track).
+
+    ``completed_rounds_by_entrant``: entrant -> rounds it completed.
+    ``round_order``: every round in chronological order (default: the sorted round
+    ids). Entrants are ordered by their first completed round (ties keep the
+    mapping's order); each distinct joining round starts a new set made of the
+    entrants who joined then and every entrant before them. Entrants with no
+    completed round are in no set.
+    """
+    completed = {entrant: set(rounds) for entrant, rounds in completed_rounds_by_entrant.items()}
+    every_round = set().union(*completed.values()) if completed else set()
+    if round_order is None:
+        try:
+            round_order = sorted(every_round)
+        except TypeError:
+            raise ValueError("round ids are not sortable; pass round_order (chronological)") from None
+    position = {r: i for i, r in enumerate(round_order)}
+    if len(position) != len(round_order):
+        raise ValueError("round_order lists a round more than once")
+    unknown = every_round - position.keys()
+    if unknown:
+        raise ValueError(f"rounds missing from round_order: {sorted(map(str, unknown))[:5]}")
+
+    first = {e: min(position[r] for r in rounds) for e, rounds in completed.items() if rounds}
+    joining = sorted(first, key=first.get)  # stable: ties keep the mapping's order
+    sets = []
+    for start in sorted(set(first.values())):
+        members = tuple(e for e in joining if first[e] <= start)
+        shared = set.intersection(*(completed[e] for e in members))
+        sets.append(
+            ComparisonSet(
+                members=members,
+                rounds=tuple(sorted(shared, key=position.get)),
+                joined=tuple(e for e in members if first[e] == start),
+            )
+        )
+    return sets

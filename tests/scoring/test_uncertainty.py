@@ -1,0 +1,87 @@
+"""Bootstrap intervals, checked against the resampling written out by hand."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from scoring import metrics
+
+
+def by_hand(values: np.ndarray, statistic, n: int, seed: int, confidence: float = 0.95) -> tuple[float, float]:
+    idx = np.random.default_rng(seed).integers(0, len(values), size=(n, len(values)))
+    draws = np.array([statistic(values[i]) for i in idx])
+    return tuple(np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2]))
+
+
+def test_bootstrap_ci_equals_percentiles_of_hand_resampled_means():
+    values = np.random.default_rng(1).normal(0.3, 1.0, 80)
+    ci = metrics.bootstrap_ci(values, n=500, seed=3)
+    assert (ci.low, ci.high) == pytest.approx(by_hand(values, np.mean, 500, 3), abs=1e-12)
+    assert ci.estimate == pytest.approx(values.mean())
+    assert ci.low < ci.estimate < ci.high
+
+
+def test_bootstrap_ci_drawn_in_blocks_equals_one_draw():
+    values = np.random.default_rng(2).random(5000)  # 2000 x 5000 indices: drawn in several blocks
+    ci = metrics.bootstrap_ci(values, np.median, n=2000, seed=0)
+    assert (ci.low, ci.high) == pytest.approx(by_hand(values, np.median, 2000, 0), abs=1e-12)
+
+
+def test_bootstrap_ci_generic_statistic_over_rows():
+    rng = np.random.default_rng(4)
+    truth = rng.random(60)
+    pairs = np.column_stack([truth, truth + rng.normal(0, 0.3, 60)])
+
+    def spearman(rows):
+        return stats.spearmanr(rows[:, 0], rows[:, 1])[0]
+
+    ci = metrics.bootstrap_ci(pairs, spearman, n=300, seed=5, confidence=0.9)
+    assert (ci.low, ci.high) == pytest.approx(by_hand(pairs, spearman, 300, 5, 0.9), abs=1e-12)
+
+
+def test_bootstrap_ci_constant_values_give_a_point_interval():
+    ci = metrics.bootstrap_ci([2.5] * 10)
+    assert (ci.estimate, ci.low, ci.high) == (2.5, 2.5, 2.5)
+
+
+def test_paired_bootstrap_diff_is_the_interval_of_paired_differences():
+    rng = np.random.default_rng(6)
+    b = rng.random(50)
+    a = b + rng.normal(0.05, 0.1, 50)
+    result = metrics.paired_bootstrap_diff(a, b, n=400, seed=1)
+    idx = np.random.default_rng(1).integers(0, 50, size=(400, 50))
+    diffs = a[idx].mean(axis=1) - b[idx].mean(axis=1)
+    assert (result.low, result.high) == pytest.approx(tuple(np.quantile(diffs, [0.025, 0.975])), abs=1e-12)
+    assert result.share_a_ahead == pytest.approx((diffs > 0).mean())
+    assert result.estimate == pytest.approx(a.mean() - b.mean())
+
+
+def test_paired_bootstrap_diff_lower_is_better_flips_who_is_ahead():
+    a, b = np.arange(10.0), np.arange(10.0) + 1  # A always lower
+    assert metrics.paired_bootstrap_diff(a, b).share_a_ahead == 1.0 - metrics.paired_bootstrap_diff(a, b, higher_is_better=False).share_a_ahead
+    assert metrics.paired_bootstrap_diff(a, b, higher_is_better=False).share_a_ahead == 1.0
+
+
+def test_paired_bootstrap_diff_aligns_series_by_case():
+    a = pd.Series({"c1": 1.0, "c2": 0.0, "c3": 1.0})
+    b = pd.Series({"c3": 1.0, "c1": 1.0, "c2": 0.0})
+    result = metrics.paired_bootstrap_diff(a, b)
+    assert (result.estimate, result.low, result.high, result.share_a_ahead) == (0.0, 0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="same cases"):
+        metrics.paired_bootstrap_diff(a, pd.Series({"c1": 1.0, "c9": 0.0, "c3": 1.0}))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"per_case_values": []}, "at least one case"),
+        ({"per_case_values": [1.0, np.nan]}, "NaN"),
+        ({"per_case_values": [1.0, 2.0], "n": 0}, "positive integer"),
+        ({"per_case_values": [1.0, 2.0], "confidence": 1.5}, r"\(0, 1\)"),
+    ],
+)
+def test_bootstrap_ci_rejects_invalid_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        metrics.bootstrap_ci(**kwargs)
