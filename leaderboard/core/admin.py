@@ -13,7 +13,8 @@ from leaderboard.core import models as m
 from leaderboard.core.selectors import leaderboard_round
 from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal, truth_load
 from leaderboard.core.services.deid import cases_deidentify, deid_backend
-from leaderboard.core.services.submissions import submissions_requeue
+from leaderboard.core.services.rounds import round_set_status
+from leaderboard.core.services.submissions import SubmissionRejected, submissions_requeue
 
 
 class TruthUploadForm(forms.Form):
@@ -31,6 +32,7 @@ class RoundInline(admin.TabularInline):
     model = m.Round
     extra = 0
     fields = ("number", "title", "status", "is_permanent", "opens_at", "closes_at", "resolves_at")
+    readonly_fields = ("status",)
 
 
 @admin.register(m.Benchmark)
@@ -111,6 +113,29 @@ class BenchmarkAdmin(admin.ModelAdmin):
 class RoundAdmin(admin.ModelAdmin):
     list_display = ("__str__", "benchmark", "number", "status", "opens_at", "closes_at", "resolves_at")
     list_filter = ("status", "benchmark")
+    readonly_fields = ("status", "status_changed_at")
+    actions = ["close_rounds", "reopen_rounds", "resolve_rounds"]
+
+    def _move(self, request, queryset, status):
+        for round_ in queryset:
+            try:
+                round_set_status(round_=round_, status=status)
+            except SubmissionRejected as exc:
+                self.message_user(request, f"{round_}: {exc.errors[0].message}", messages.ERROR)
+            else:
+                self.message_user(request, f"{round_} is now {status}.")
+
+    @admin.action(description="Close: stop accepting submissions")
+    def close_rounds(self, request, queryset):
+        self._move(request, queryset, m.Round.Status.CLOSED)
+
+    @admin.action(description="Reopen")
+    def reopen_rounds(self, request, queryset):
+        self._move(request, queryset, m.Round.Status.OPEN)
+
+    @admin.action(description="Resolve: final truth is in")
+    def resolve_rounds(self, request, queryset):
+        self._move(request, queryset, m.Round.Status.RESOLVED)
 
 
 @admin.register(m.Case)

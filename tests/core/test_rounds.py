@@ -1,0 +1,47 @@
+"""Round status: one function moves it; closed rounds take no submissions; resolving needs final truth."""
+from __future__ import annotations
+
+import pytest
+
+from leaderboard.core.models import Round, TruthVersion
+from leaderboard.core.services.rounds import round_set_status
+from leaderboard.core.services.submissions import SubmissionRejected, submission_create
+from tests.conftest import MINI_ROWS, submission_csv
+
+
+@pytest.fixture
+def weekly(mini_benchmark):
+    """A second, non-permanent round of the mini benchmark with the same cases' truth."""
+    permanent = Round.objects.get(benchmark=mini_benchmark)
+    permanent.is_permanent = False
+    permanent.save()
+    return permanent
+
+
+def test_round_close_stops_submissions_and_reopen_allows_them(weekly, users):
+    round_set_status(round_=weekly, status="closed")
+    weekly.refresh_from_db()
+    assert weekly.status == "closed" and weekly.closes_at is not None
+    with pytest.raises(SubmissionRejected) as info:
+        submission_create(user=users["owner"], benchmark=weekly.benchmark, data=submission_csv(MINI_ROWS),
+                          filename="p.csv")
+    assert info.value.status == 409 and "no round open" in info.value.errors[0].message
+    round_set_status(round_=weekly, status="open")
+    assert submission_create(user=users["owner"], benchmark=weekly.benchmark, data=submission_csv(MINI_ROWS),
+                             filename="p.csv").remaining_today == 4
+
+
+def test_round_resolve_needs_final_truth_and_is_final(weekly):
+    round_set_status(round_=weekly, status="closed")
+    TruthVersion.objects.filter(round=weekly).update(is_final=False)
+    with pytest.raises(SubmissionRejected, match="final truth"):
+        round_set_status(round_=weekly, status="resolved")
+    TruthVersion.objects.filter(round=weekly).update(is_final=True)
+    round_set_status(round_=weekly, status="resolved")
+    with pytest.raises(SubmissionRejected, match="cannot become open"):
+        round_set_status(round_=weekly, status="open")
+
+
+def test_round_permanent_round_never_closes(mini_benchmark):
+    with pytest.raises(SubmissionRejected, match="permanent"):
+        round_set_status(round_=Round.objects.get(benchmark=mini_benchmark), status="closed")
