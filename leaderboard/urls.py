@@ -11,6 +11,7 @@ urlpatterns = [
     path("b/<slug:slug>/submit/", views.submit, name="submit"),
     path("b/<slug:slug>/example/", views.benchmark_example, name="benchmark_example"),
     path("b/<slug:slug>/cases/", views.benchmark_cases, name="benchmark_cases"),
+    path("b/<slug:slug>/cases/<str:case_id>/", views.case_detail, name="case_detail"),
     path("submissions/", views.my_submissions, name="my_submissions"),
     path("submissions/<int:pk>/", views.submission_detail, name="submission_detail"),
     path("submissions/<int:pk>/select/", views.submission_select_view, name="submission_select"),

@@ -5,7 +5,7 @@ from collections import defaultdict
 
 from django.db.models import Count, Q
 
-from leaderboard.core.models import Benchmark, CaseResult, LeaderboardRow, Round, Score, Submission
+from leaderboard.core.models import Benchmark, Case, CaseResult, LeaderboardRow, Round, Score, Submission
 from leaderboard.core.services.submissions import current_round
 
 
@@ -57,16 +57,63 @@ def submission_scores(submission: Submission, *, viewer=None) -> dict[str, dict[
     return dict(out)
 
 
-def submission_case_rows(submission: Submission, *, viewer=None) -> list[dict]:
-    """Per-case debug rows the viewer may see: never truth of a hidden private split."""
+def _visible_case_results(submission: Submission, viewer):
+    """The submission's CaseResults the viewer may see, or None when it may see none."""
     show_private = private_visible(submission.benchmark, viewer)
     if not show_private and not submission.benchmark.kind_impl.case_rows_public:
-        return []  # a hidden test set: per-case truth waits for the reveal
-    qs = CaseResult.objects.filter(submission=submission).select_related("case").order_by("case__position", "id")
+        return None  # a hidden test set: per-case truth waits for the reveal
+    qs = CaseResult.objects.filter(submission=submission)
     if not show_private:
         qs = qs.filter(split="public")
+    return qs
+
+
+def _in_column_order(submission: Submission, data: dict) -> dict:
     order = {name: i for i, name in enumerate(submission.case_columns)}
-    return [dict(sorted(row.data.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))) for row in qs]
+    return dict(sorted(data.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+
+
+def submission_case_rows(submission: Submission, *, viewer=None) -> list[dict]:
+    """Per-case debug rows the viewer may see: never truth of a hidden private split."""
+    qs = _visible_case_results(submission, viewer)
+    if qs is None:
+        return []
+    return [_in_column_order(submission, data)
+            for data in qs.order_by("case__position", "id").values_list("data", flat=True)]
+
+
+def submission_case_row(submission: Submission, case: Case, *, viewer=None) -> dict | None:
+    """One case's debug row of a submission, under the same rules as ``submission_case_rows``.
+
+    None when the case was not predicted, has no released truth (no row is
+    stored for it) or lies in a split the viewer may not see.
+    """
+    qs = _visible_case_results(submission, viewer)
+    data = qs.filter(case=case).values_list("data", flat=True).first() if qs is not None else None
+    return None if data is None else _in_column_order(submission, data)
+
+
+def round_case(round_: Round | None, case_id: str) -> Case | None:
+    if round_ is None:
+        return None
+    return Case.objects.filter(round=round_, external_id=case_id).first()
+
+
+def round_cases(round_: Round | None) -> list[dict]:
+    """A round's cases in order: ``external_id`` and the ``public`` attributes (never truth)."""
+    if round_ is None:
+        return []
+    return list(Case.objects.filter(round=round_).order_by("position", "id").values("external_id", "public"))
+
+
+def case_neighbours(case: Case) -> tuple[str | None, str | None]:
+    """External ids of the cases before and after this one in its round's order."""
+    same_round = Case.objects.filter(round_id=case.round_id)
+    before = (same_round.filter(Q(position__lt=case.position) | Q(position=case.position, id__lt=case.id))
+              .order_by("-position", "-id").values_list("external_id", flat=True).first())
+    after = (same_round.filter(Q(position__gt=case.position) | Q(position=case.position, id__gt=case.id))
+             .order_by("position", "id").values_list("external_id", flat=True).first())
+    return before, after
 
 
 def submissions_for(user, *, benchmark: Benchmark | None = None):

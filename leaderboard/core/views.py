@@ -9,10 +9,11 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_http_methods, require_POST
 
-from leaderboard.core import selectors
+from leaderboard.core import presentation, selectors
 from leaderboard.core.api.auth import token_create
 from leaderboard.core.api.views import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
@@ -39,10 +40,7 @@ def _benchmark(request, slug: str) -> Benchmark:
 
 def _metric_columns(benchmark: Benchmark, limit: int = 8):
     """The metrics shown as leaderboard columns: the ranking one first, then the others."""
-    kind = benchmark.kind_impl
-    specs = list(kind.metric_specs(benchmark.config))
-    specs.sort(key=lambda m: m.name != kind.ranking_metric)
-    return specs[:limit]
+    return presentation.metric_columns(benchmark.kind_impl, benchmark.config, limit)
 
 
 def benchmark_list(request):
@@ -66,6 +64,8 @@ def benchmark_detail(request, slug):
         "split": split,
         "private_visible": selectors.private_visible(b, request.user),
         "columns": _metric_columns(b),
+        "intervals": kind.metric_intervals,
+        "notes": presentation.leaderboard_notes(kind, b.config),
         "round": selectors.leaderboard_round(b),
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
     })
@@ -85,15 +85,43 @@ def benchmark_example(request, slug):
 def benchmark_cases(request, slug):
     b = _benchmark(request, slug)
     round_ = selectors.leaderboard_round(b)
-    cases = list(Case.objects.filter(round=round_).order_by("position", "id").values("external_id", "public")) if round_ else []
+    cases = selectors.round_cases(round_)
     if request.GET.get("format") == "csv":
         return csv_response([{"case_id": c["external_id"], **c["public"]} for c in cases], f"{b.slug}-cases.csv")
-    columns = []
-    for c in cases:
-        for key in c["public"]:
-            if key not in columns:
-                columns.append(key)
-    return render(request, "core/benchmark_cases.html", {"benchmark": b, "cases": cases, "columns": columns})
+    return render(request, "core/benchmark_cases.html", {
+        "benchmark": b, "cases": cases, "columns": presentation.case_list_columns(cases)})
+
+
+def case_detail(request, slug, case_id):
+    """One case: its de-identified text and redaction mark; with ``?submission=ID``, that
+    submission's debug row for the case when the viewer may see it on the submission page
+    and the case is public (no row exists for an unresolved case). Truth of a private case
+    is never shown here, to anyone; the original text only to staff."""
+    b = _benchmark(request, slug)
+    sub = None
+    if request.user.is_authenticated and request.GET.get("submission", "").isdigit():
+        sub = (Submission.objects.visible_to(request.user).select_related("benchmark", "round")
+               .filter(benchmark=b, pk=int(request.GET["submission"])).first())
+    case = selectors.round_case(sub.round if sub else selectors.leaderboard_round(b), case_id)
+    if case is None:
+        raise Http404("no such case")
+    public = dict(case.public)
+    previous_id, next_id = selectors.case_neighbours(case)
+    return render(request, "core/case_detail.html", {
+        "benchmark": b,
+        "case": case,
+        "text": public.pop("text", None),
+        "redaction": public.pop("redaction", None),
+        "attributes": sorted(public.items()),
+        "sub": sub,
+        "row": selectors.submission_case_row(sub, case, viewer=request.user)
+        if sub and case.split == Case.Split.PUBLIC else None,
+        "previous_id": previous_id,
+        "next_id": next_id,
+        # Staff only: what de-identification started from and what it replaced.
+        "original_text": case.private.get("original_text") if request.user.is_staff else None,
+        "deid": case.private.get("deid") if request.user.is_staff else None,
+    })
 
 
 @login_required
@@ -152,20 +180,21 @@ def submission_detail(request, pk):
         Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round"),
         pk=pk,
     )
-    kind = sub.benchmark.kind_impl
+    b = sub.benchmark
     scores = selectors.submission_scores(sub, viewer=request.user)
-    specs = {m.name: m for m in kind.metric_specs(sub.benchmark.config)}
-    order = {name: i for i, name in enumerate(specs)}  # the kind's display order, not alphabetical
-    score_tables = [
-        (split, [(specs[name].label if name in specs else name, value)
-                 for name, value in sorted(metrics.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))])
-        for split, metrics in sorted(scores.items(), key=lambda kv: (kv[0] != "public", kv[0]))
-    ]
+    case_rows = selectors.submission_case_rows(sub, viewer=request.user)
+
+    def case_url(case_id: str) -> str | None:
+        try:
+            return f"{reverse('case_detail', args=[b.slug, case_id])}?submission={sub.pk}"
+        except NoReverseMatch:  # an id no URL can carry (a slash): shown without a link
+            return None
+
     return render(request, "core/submission_detail.html", {
         "sub": sub,
-        "benchmark": sub.benchmark,
-        "score_tables": score_tables,
-        "case_rows": selectors.submission_case_rows(sub, viewer=request.user),
+        "benchmark": b,
+        "panels": presentation.split_panels(b.kind_impl, b.config, scores, case_rows),
+        "case_table": presentation.case_table(b.kind_impl, case_rows, case_url=case_url),
         "events": list(sub.events.order_by("at", "id")),
         "can_select": sub.user_id == request.user.pk and sub.status == Submission.Status.SCORED,
     })

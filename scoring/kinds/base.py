@@ -104,6 +104,12 @@ class Kind:
     # Are the cases texts that pass the de-identification pipeline before
     # participants see them (public["text"], original in private)?
     deidentify_text: ClassVar[bool] = False
+    # Metrics shown with an interval: metric name -> (low bound metric, high bound
+    # metric). Pages print "value [low–high]" and drop the bounds' own columns.
+    metric_intervals: ClassVar[Mapping[str, tuple[str, str]]] = {}
+    # Per-case columns whose values have a natural order (categories): column ->
+    # values in that order. Pages sort those columns and list their filter options by it.
+    case_column_orders: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Formatting filters for the pages: metric values, generic table cells, short hashes."""
+"""Formatting filters for the pages: metric values and intervals, generic table cells, short hashes,
+placeholder tokens of de-identified texts."""
 from __future__ import annotations
 
 import html as htmllib
@@ -8,7 +9,10 @@ from numbers import Number
 
 import markdown
 from django import template
-from django.utils.html import strip_tags
+from django.utils.html import conditional_escape, format_html, strip_tags
+from django.utils.safestring import mark_safe
+
+from leaderboard.deid.tokens import TOKEN_RE
 
 register = template.Library()
 
@@ -73,3 +77,58 @@ def markdown_summary(text: str) -> str:
     html = markdown.markdown(text or "", extensions=["tables"])
     match = re.search(r"<p>(.*?)</p>", html, re.S)
     return htmllib.unescape(" ".join(strip_tags(match.group(1) if match else html).split()))
+
+
+@register.simple_tag
+def metric_value(value, spec, low=None, high=None):
+    """A metric formatted with its spec, followed by its interval when both bounds are known:
+    ``40.0 [29.5–45.3]``."""
+    text = metric(value, spec)
+    if _missing(value) or _missing(low) or _missing(high):
+        return text
+    return format_html('{} <span class="ci" title="95% bootstrap interval">[{}–{}]</span>',
+                       text, metric(low, spec), metric(high, spec))
+
+
+_FROM_METRICS = object()
+
+
+@register.simple_tag
+def metric_interval(metrics, spec, intervals, value=_FROM_METRICS):
+    """``metric_value`` of ``metrics[spec.name]`` (or of ``value``) with the bounds
+    ``intervals`` (a kind's ``metric_intervals``) names for it, if any."""
+    metrics = metrics or {}
+    low, high = (intervals or {}).get(spec.name, (None, None))
+    if value is _FROM_METRICS:
+        value = metrics.get(spec.name)
+    return metric_value(value, spec, metrics.get(low), metrics.get(high))
+
+
+@register.filter(needs_autoescape=True)
+def redaction_marks(text, autoescape=True):
+    """Escape a de-identified text and mark its placeholder tokens (``[COMPANY]``...) so they stand out."""
+    esc = conditional_escape if autoescape else (lambda s: s)
+    text = "" if text is None else str(text)
+    out, last = [], 0
+    for m in TOKEN_RE.finditer(text):
+        out.append(esc(text[last:m.start()]))
+        out.append(f'<mark class="redacted">{esc(m.group(0))}</mark>')
+        last = m.end()
+    out.append(esc(text[last:]))
+    return mark_safe("".join(out))
+
+
+@register.filter
+def percent(value, digits: int = 1):
+    """A share already in percent (0..100) as "12.5%"; a dash when unknown."""
+    if _missing(value):
+        return "–"
+    return f"{float(value):.{int(digits)}f}%"
+
+
+@register.filter
+def signed(value, digits: int = 1):
+    """A difference with its sign (+1.5, −2.0); a dash when unknown."""
+    if _missing(value):
+        return "–"
+    return f"{float(value):+.{int(digits)}f}".replace("-", "−")
