@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import presentation, selectors
 from leaderboard.core.api.auth import token_create
@@ -19,6 +20,7 @@ from leaderboard.core.api.views import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Case, Entrant, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
+from leaderboard.core.services.verify import benchmark_verify
 from leaderboard.core.services.casedata import round_caseset
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
@@ -159,10 +161,57 @@ def submit(request, slug):
         "errors": errors,
         "remaining_today": quota_remaining(user=request.user, benchmark=b),
         "format_html": render_markdown(b.kind_impl.format_help(b.config)),
+        "verify_available": b.kind_impl.verify_available(b.config),
     }, status=status)
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response
+
+
+@login_required
+@require_POST
+def verify_page(request, slug):
+    """The dry run in the browser: metrics and per-case results of an upload, nothing saved or counted."""
+    b = _benchmark(request, slug)
+    kind = b.kind_impl
+    upload = request.FILES.get("file")
+    errors, result, status = [], None, 200
+    throttle = ScopedRateThrottle()  # the API's verify rate, shared with the endpoint
+    if not throttle.allow_request(request, _VerifyScope):
+        errors, status = [{"row": None, "column": None,
+                           "message": f"too many dry runs; try again in {int(throttle.wait() or 60)} s"}], 429
+    elif upload is None:
+        errors, status = [{"row": None, "column": "file", "message": "choose a file to check"}], 400
+    elif upload.size > kind.max_upload_bytes(b.config):
+        errors, status = [{"row": None, "column": "file", "message": "the file is over the size limit"}], 413
+    else:
+        try:
+            result = benchmark_verify(benchmark=b, data=upload.read(), filename=upload.name)
+        except SubmissionRejected as exc:
+            errors, status = [e.as_dict() for e in exc.errors], exc.status
+    context = {"benchmark": b, "errors": errors, "filename": upload.name if upload else ""}
+    if result is not None:
+        rows = [dict(r, split="public") for r in result["results"]]
+        context.update({
+            "metrics": result["metrics"],
+            # The ignored counts are said in a sentence below the panels, not as metrics.
+            "panels": presentation.split_panels(kind, b.config, {"public": {
+                k: v for k, v in result["metrics"].items() if not k.startswith("cases_ignored")}}, rows),
+            "case_table": presentation.case_table(
+                kind, rows, case_url=lambda cid: _case_url(b.slug, cid)),
+        })
+    return render(request, "core/verify_result.html", context, status=status)
+
+
+class _VerifyScope:
+    throttle_scope = "verify"
+
+
+def _case_url(slug: str, case_id: str, query: str = "") -> str | None:
+    try:
+        return reverse("case_detail", args=[slug, case_id]) + query
+    except NoReverseMatch:  # an id no URL can carry (a slash): shown without a link
+        return None
 
 
 @login_required
@@ -184,17 +233,12 @@ def submission_detail(request, pk):
     scores = selectors.submission_scores(sub, viewer=request.user)
     case_rows = selectors.submission_case_rows(sub, viewer=request.user)
 
-    def case_url(case_id: str) -> str | None:
-        try:
-            return f"{reverse('case_detail', args=[b.slug, case_id])}?submission={sub.pk}"
-        except NoReverseMatch:  # an id no URL can carry (a slash): shown without a link
-            return None
-
     return render(request, "core/submission_detail.html", {
         "sub": sub,
         "benchmark": b,
         "panels": presentation.split_panels(b.kind_impl, b.config, scores, case_rows),
-        "case_table": presentation.case_table(b.kind_impl, case_rows, case_url=case_url),
+        "case_table": presentation.case_table(
+            b.kind_impl, case_rows, case_url=lambda cid: _case_url(b.slug, cid, f"?submission={sub.pk}")),
         "events": list(sub.events.order_by("at", "id")),
         "can_select": sub.user_id == request.user.pk and sub.status == Submission.Status.SCORED,
     })

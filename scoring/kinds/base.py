@@ -182,6 +182,10 @@ class Kind:
         """
         raise VerifyUnavailable(f"kind {self.name!r} has no verify endpoint")
 
+    def verify_available(self, config: Mapping[str, Any]) -> bool:
+        """Whether this benchmark offers the dry run (``verify``)."""
+        return False
+
     def submission_summary(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
         """Extra views of a submission's per-case rows for its page (e.g. a confusion matrix)."""
         return None

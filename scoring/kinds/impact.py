@@ -312,6 +312,9 @@ class ImpactKind(Kind):
                config: Mapping[str, Any]) -> dict[str, Any]:
         return verify(parsed, cases, truth, config)
 
+    def verify_available(self, config: Mapping[str, Any]) -> bool:
+        return bool(self.validate_config(config)["verify_enabled"])
+
     def submission_summary(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
         return submission_summary(case_rows, split=split)
 
@@ -587,7 +590,11 @@ class ImpactKind(Kind):
             f"{cfg['multiplier_coefficient']:g} x log10(market_cap / $1B), {cfg['multiplier_min']:g}, "
             f"{cfg['multiplier_max']:g}). Ranked by exact-match accuracy; at least "
             f"{cfg['min_predictions']} scored predictions to appear. Files up to "
-            f"{cfg['max_upload_bytes']} bytes."
+            f"{cfg['max_upload_bytes'] / 1048576:g} MB."
+            + ("\n\n**Dry run:** *Check without submitting* on the submit page, or "
+               "`POST /api/benchmarks/<slug>/verify/` with the same JSON, scores your predictions on the "
+               "public cases and shows the per-case results, without saving anything or counting against "
+               "your daily limit." if cfg["verify_enabled"] else "")
         )
 
     # -- scoring ------------------------------------------------------------

@@ -196,8 +196,8 @@ def submission_set_status(sub: Submission, status: str, reason: str = "", **fiel
     SubmissionEvent.objects.create(submission=sub, status=status, reason=reason, at=now)
 
 
-def _fail(sub: Submission, reason: str, *, server_side: bool) -> None:
-    extra = {}
+def _fail(sub: Submission, reason: str, *, server_side: bool, errors: list[RowError] = ()) -> None:
+    extra = {"errors": [e.as_dict() for e in errors]} if errors else {}
     if server_side and sub.counts_against_limit:
         quota_refund(user_id=sub.user_id, benchmark_id=sub.benchmark_id, day=utc_day(sub.received_at))
         extra["counts_against_limit"] = False
@@ -241,8 +241,8 @@ def submission_score(*, submission_id: int) -> str | None:
     except ValidationFailed as exc:
         with transaction.atomic():
             sub = Submission.objects.select_for_update().get(pk=submission_id)
-            _fail(sub, "no longer valid against the current cases: " + "; ".join(map(str, exc.errors[:5])),
-                  server_side=True)
+            _fail(sub, "no longer valid against the current cases (the organiser changed them); "
+                       "see the problems listed.", server_side=True, errors=exc.errors)
         return Status.FAILED
     except Exception as exc:
         log.exception("scoring submission %s failed", submission_id)
