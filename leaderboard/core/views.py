@@ -20,7 +20,6 @@ from leaderboard.core.api.views import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Case, Entrant, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
-from leaderboard.core.services.verify import benchmark_verify
 from leaderboard.core.services.casedata import round_caseset
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
@@ -29,6 +28,7 @@ from leaderboard.core.services.submissions import (
     submission_create,
     submission_select,
 )
+from leaderboard.core.services.verify import benchmark_verify
 
 
 def render_markdown(text: str) -> str:
@@ -38,11 +38,6 @@ def render_markdown(text: str) -> str:
 def _benchmark(request, slug: str) -> Benchmark:
     qs = Benchmark.objects.all() if request.user.is_staff else Benchmark.objects.filter(is_published=True)
     return get_object_or_404(qs, slug=slug)
-
-
-def _metric_columns(benchmark: Benchmark, limit: int = 8):
-    """The metrics shown as leaderboard columns: the ranking one first, then the others."""
-    return presentation.metric_columns(benchmark.kind_impl, benchmark.config, limit)
 
 
 def benchmark_list(request):
@@ -65,7 +60,7 @@ def benchmark_detail(request, slug):
         "rows": rows,
         "split": split,
         "private_visible": selectors.private_visible(b, request.user),
-        "columns": _metric_columns(b),
+        "columns": presentation.metric_columns(kind, b.config),
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),
         "round": selectors.leaderboard_round(b),

@@ -264,12 +264,8 @@ class BenchmarkCases(APIView):
     )
     def get(self, request, slug):
         b = _benchmark(request, slug)
-        round_ = selectors.leaderboard_round(b)
-        rows = []
-        if round_ is not None:
-            for cid, public in Case.objects.filter(round=round_).order_by("position", "id").values_list(
-                    "external_id", "public"):
-                rows.append({"case_id": cid, **public})
+        rows = [{"case_id": c["external_id"], **c["public"]}
+                for c in selectors.round_cases(selectors.leaderboard_round(b))]
         if request.query_params.get("format") == "csv":
             return csv_response(rows, f"{b.slug}-cases.csv")
         return Response(rows)
