@@ -19,7 +19,6 @@ $20M to $500B).
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 from collections import Counter
@@ -31,6 +30,7 @@ import numpy as np
 
 from leaderboard.deid import tokens as T
 from leaderboard.deid.regex import load_lists
+from leaderboard.demo import write_bundle_files
 from scoring import metrics_impact as mi
 
 SLUG = "oncology-catalysts"
@@ -336,26 +336,12 @@ def generate_cases(seed: int = 11, n: int = N_CASES) -> list[_Case]:
 
 def write_bundle(directory: Path, seed: int = 11) -> Path:
     """Write the demo bundle (benchmark.json, cases.csv) into ``directory``; return it."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    cases = generate_cases(seed)
-    meta = {
-        "slug": SLUG,
-        "title": "Oncology catalysts",
-        "kind": "impact",
-        "description": DESCRIPTION,
-        "daily_limit": 5,
-        "config": CONFIG,
-    }
-    (directory / "benchmark.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["case_id", "text", "percent_change", "market_cap", "split", "company", "ticker", "drugs", "executives"])
-    for c in cases:
-        w.writerow([c.case_id, c.text, f"{c.percent_change:.2f}", f"{c.market_cap:.0f}", c.split,
-                    ";".join(c.company), c.ticker, ";".join(c.drugs), ";".join(c.executives)])
-    (directory / "cases.csv").write_text(buf.getvalue(), encoding="utf-8")
-    return directory
+    meta = {"slug": SLUG, "title": "Oncology catalysts", "kind": "impact", "description": DESCRIPTION,
+            "daily_limit": 5, "config": CONFIG}
+    header = ["case_id", "text", "percent_change", "market_cap", "split", "company", "ticker", "drugs", "executives"]
+    rows = ([c.case_id, c.text, f"{c.percent_change:.2f}", f"{c.market_cap:.0f}", c.split, ";".join(c.company),
+             c.ticker, ";".join(c.drugs), ";".join(c.executives)] for c in generate_cases(seed))
+    return write_bundle_files(directory, meta, header, rows)
 
 
 def known_identifier_corpus(seed: int = 5, n: int = N_CASES) -> tuple[list[str], list[dict[str, Any]]]:

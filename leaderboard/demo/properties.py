@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
 import numpy as np
+
+from leaderboard.demo import write_bundle_files
 
 SLUG = "antibody-developability"
 N_ANTIBODIES = 250
@@ -127,28 +128,13 @@ def _generate(seed: int) -> dict[str, np.ndarray | list]:
 
 def write_bundle(directory: Path, seed: int = 7) -> Path:
     """Write ``benchmark.json`` and ``cases.csv`` into ``directory`` (created if needed); return it."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     data = _generate(seed)
-    meta = {
-        "slug": SLUG,
-        "title": "Antibody developability",
-        "kind": "properties",
-        "description": DESCRIPTION,
-        "daily_limit": 5,
-        "config": CONFIG,
-    }
-    (directory / "benchmark.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(["sequence_id", "fold", "split", *NAMES])
-    for i, sid in enumerate(data["ids"]):
-        w.writerow(
-            [sid, int(data["folds"][i]), data["splits"][i]]
+    meta = {"slug": SLUG, "title": "Antibody developability", "kind": "properties", "description": DESCRIPTION,
+            "daily_limit": 5, "config": CONFIG}
+    rows = ([sid, int(data["folds"][i]), data["splits"][i]]
             + [f"{data['truth'][p][i]:.{DECIMALS[p]}f}" for p in NAMES]
-        )
-    (directory / "cases.csv").write_text(out.getvalue(), encoding="utf-8")
-    return directory
+            for i, sid in enumerate(data["ids"]))
+    return write_bundle_files(directory, meta, ["sequence_id", "fold", "split", *NAMES], rows)
 
 
 def _read_cases(directory: Path) -> tuple[list[str], list[int], dict[str, np.ndarray]]:
