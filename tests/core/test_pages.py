@@ -152,3 +152,15 @@ def test_pages_admin_lists_every_model(client, users, mini_benchmark):
                   "score", "caseresult", "leaderboardrow", "dailyquota", "apitoken", "submissionevent"):
         assert client.get(f"/admin/core/{model}/").status_code == 200, model
     assert client.get(f"/admin/core/benchmark/{mini_benchmark.pk}/truth/").status_code == 200
+
+
+def test_pages_login_is_throttled_per_address(client, users):
+    from leaderboard.core.api.throttles import LoginThrottle
+
+    limit = int(LoginThrottle().get_rate().split("/")[0])
+    codes = [client.post("/accounts/login/", {"username": "owner", "password": "wrong"}).status_code
+             for _ in range(limit + 1)]
+    assert codes[:limit] == [200] * limit  # the form again, with its error
+    assert codes[-1] == 429
+    resp = client.post("/accounts/login/", {"username": "owner", "password": "pw-owner-123"})
+    assert resp.status_code == 429 and int(resp["Retry-After"]) > 0

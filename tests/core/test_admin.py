@@ -1,0 +1,64 @@
+"""Organiser actions in the admin: truth upload, reveal, rescore, de-identify."""
+from __future__ import annotations
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from leaderboard.core.models import Benchmark, Round, Score, Submission, TruthVersion
+from leaderboard.core.services.submissions import submission_create
+from tests.conftest import MINI_ROWS, submission_csv, write_properties_bundle
+
+
+def _scored(benchmark, user, capture):
+    with capture(execute=True):
+        return submission_create(user=user, benchmark=benchmark, data=submission_csv(MINI_ROWS),
+                                 filename="p.csv").submission
+
+
+def test_admin_truth_upload_makes_a_version_and_rescores(client, users, mini_benchmark, tmp_path,
+                                                         django_capture_on_commit_callbacks):
+    sub = _scored(mini_benchmark, users["owner"], django_capture_on_commit_callbacks)
+    client.force_login(users["organiser"])
+    changed = [dict(r, A=-r["A"]) for r in MINI_ROWS]
+    csv_bytes = (write_properties_bundle(tmp_path / "new", changed) / "cases.csv").read_bytes()
+    url = f"/admin/core/benchmark/{mini_benchmark.pk}/truth/"
+    round_ = Round.objects.get(benchmark=mini_benchmark)
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = client.post(url, {"file": SimpleUploadedFile("cases.csv", csv_bytes), "note": "sign fix",
+                                 "round": round_.pk}, follow=True)
+    assert "Truth version 2 stored; 1 submission(s) queued for rescoring." in resp.content.decode()
+    version = TruthVersion.objects.get(round=round_, version=2)
+    assert version.note == "sign fix" and version.created_by == users["organiser"]
+    sub.refresh_from_db()
+    assert sub.status == "scored" and sub.truth_version == version
+    assert Score.objects.get(submission=sub, split="public", metric="spearman:A").value == -1.0
+
+    # The same file again changes nothing; a broken file lists its problems and changes nothing.
+    resp = client.post(url, {"file": SimpleUploadedFile("cases.csv", csv_bytes), "round": round_.pk}, follow=True)
+    assert "The truth is unchanged (still version 2)." in resp.content.decode()
+    broken = csv_bytes.replace(b"ab03,3,public,-4.0", b"ab03,3,public,lots")
+    resp = client.post(url, {"file": SimpleUploadedFile("cases.csv", broken), "round": round_.pk})
+    assert resp.status_code == 200 and "row 5" in resp.content.decode() and "lots" in resp.content.decode()
+    assert TruthVersion.objects.filter(round=round_).count() == 2
+
+
+def test_admin_reveal_and_rescore_actions(client, users, mini_benchmark, django_capture_on_commit_callbacks):
+    sub = _scored(mini_benchmark, users["owner"], django_capture_on_commit_callbacks)
+    client.force_login(users["organiser"])
+    client.post("/admin/core/benchmark/", {"action": "reveal_private", "_selected_action": [mini_benchmark.pk]})
+    assert Benchmark.objects.get().private_revealed
+    assert client.get("/api/benchmarks/mini-props/leaderboard/").json()["split"] == "private"
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/admin/core/benchmark/", {"action": "rescore", "_selected_action": [mini_benchmark.pk]})
+    sub.refresh_from_db()
+    assert sub.status == "scored"
+    assert [e.reason for e in sub.events.all()][-3:] == [
+        "rescoring requested by an organiser", "scoring (attempt 1)", "scored against truth version 1"]
+    client.post("/admin/core/benchmark/", {"action": "hide_private", "_selected_action": [mini_benchmark.pk]})
+    assert not Benchmark.objects.get().private_revealed
+
+
+def test_admin_is_for_staff_only(client, users, mini_benchmark):
+    client.force_login(users["owner"])
+    resp = client.get(f"/admin/core/benchmark/{mini_benchmark.pk}/truth/")
+    assert resp.status_code == 302 and "/admin/login/" in resp["Location"]
+    assert not Submission.objects.exists()
