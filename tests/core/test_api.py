@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 
 import pytest
@@ -183,6 +184,9 @@ def test_api_schema_is_openapi3_and_docs_need_no_cdn(db):
     for path in ("/api/benchmarks/", "/api/benchmarks/{slug}/leaderboard/", "/api/benchmarks/{slug}/submissions/",
                  "/api/submissions/{id}/", "/api/submissions/{id}/cases/"):
         assert path in schema["paths"], sorted(schema["paths"])
+    assert schema["components"]["securitySchemes"]["tokenAuth"] == {
+        "type": "apiKey", "in": "header", "name": "Authorization",
+        "description": schema["components"]["securitySchemes"]["tokenAuth"]["description"]}
     docs = client.get("/api/docs/").content.decode()
     assert not re.search(r"(src|href)=\"https?://", docs), "the docs page must not load anything from a CDN"
 
@@ -213,3 +217,9 @@ def test_api_invalid_json_syntax_gets_400_in_the_error_shape(mini_benchmark, api
     resp = api_for("owner").generic("POST", f"/api/benchmarks/{mini_benchmark.slug}/submissions/", "{oops",
                                     content_type="application/json")
     assert resp.status_code == 400 and resp.json()["errors"][0]["message"]
+
+
+def test_api_schema_generates_without_warnings(db):
+    from django.core.management import call_command
+
+    call_command("spectacular", "--validate", "--fail-on-warn", stdout=io.StringIO())

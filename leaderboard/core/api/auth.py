@@ -5,6 +5,7 @@ import hashlib
 import secrets
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from leaderboard.core.models import ApiToken
@@ -44,3 +45,14 @@ class TokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+class TokenScheme(OpenApiAuthenticationExtension):
+    """Describes the token header in the OpenAPI schema (the docs page's Authorize button)."""
+
+    target_class = "leaderboard.core.api.auth.TokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "header", "name": "Authorization",
+                "description": "`Token KEY`, with a key from your profile page or `manage.py apitoken`."}
