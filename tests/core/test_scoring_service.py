@@ -186,3 +186,20 @@ def test_sweep_requeues_stuck_then_fails_out_of_attempts(mini_benchmark, users, 
     sub = Submission.objects.get(pk=accepted.submission.pk)
     assert sub.status == "failed" and "gave up after 2 scoring attempts" in sub.status_reason
     assert quota_remaining(user=users["owner"], benchmark=mini_benchmark) == 4  # the failed one was refunded
+
+
+def test_rescore_that_fails_takes_the_old_scores_off_the_leaderboard(mini_bundle, users, accept, tmp_path,
+                                                                     django_capture_on_commit_callbacks):
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    sub = accept(users["owner"], benchmark, submission_csv(MINI_ROWS))
+    assert LeaderboardRow.objects.filter(submission=sub).exists()
+    # The organiser adds a case: the stored submission no longer covers every sequence.
+    extra = MINI_ROWS + [{"sequence_id": "ab10", "fold": 0, "split": "public", "A": 11.0, "B": 0.1}]
+    with django_capture_on_commit_callbacks(execute=True):
+        benchmark_load_bundle(write_properties_bundle(tmp_path / "more", extra))
+    sub.refresh_from_db()
+    assert sub.status == "failed" and "no longer valid" in sub.status_reason
+    assert any("ab10" in e["message"] for e in sub.errors)
+    assert not Score.objects.filter(submission=sub).exists()
+    assert not LeaderboardRow.objects.filter(submission=sub).exists()
+    assert quota_remaining(user=users["owner"], benchmark=benchmark) == 5  # not the participant's fault

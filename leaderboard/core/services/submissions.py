@@ -203,6 +203,11 @@ def _fail(sub: Submission, reason: str, *, server_side: bool, errors: list[RowEr
         extra["counts_against_limit"] = False
         reason += " This submission does not count against your daily limit."
     submission_set_status(sub, Status.FAILED, reason, **extra)
+    # A rescore that fails must not leave the old scores standing on the leaderboard.
+    if Score.objects.filter(submission=sub).exists():
+        Score.objects.filter(submission=sub).delete()
+        CaseResult.objects.filter(submission=sub).delete()
+        leaderboard_refresh(sub.round)
 
 
 def submission_score(*, submission_id: int) -> str | None:
@@ -264,7 +269,8 @@ def submission_score(*, submission_id: int) -> str | None:
             return None  # another delivery finished first
         scores_save(sub, result, version)
         submission_set_status(sub, Status.SCORED, f"scored against truth version {version.version}"
-                              + ("" if version.is_final else " (interim: provisional)"), truth_version=version)
+                              + ("" if version.is_final else " (interim: provisional)"),
+                              truth_version=version, errors=[])
         leaderboard_refresh(sub.round)
     return Status.SCORED
 
