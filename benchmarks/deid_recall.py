@@ -68,22 +68,26 @@ def measure(texts, ids, *, with_identifiers: bool) -> dict:
             numbers_total += k
             numbers_kept += min(k, have.get(num, 0))
     elapsed = time.perf_counter() - t0
-    total = sum(per_type_total.values())
-    left = sum(per_type_left.values())
-    return {
-        "texts": len(texts),
-        "mentions": total,
-        "mentions_removed": total - left,
-        "removed_pct": 100.0 * (total - left) / total if total else None,
-        "numbers": numbers_total,
-        "numbers_kept": numbers_kept,
-        "numbers_kept_pct": 100.0 * numbers_kept / numbers_total if numbers_total else None,
-        "ms_per_text": 1000.0 * elapsed / max(1, len(texts)),
-        "by_type": {
-            k: {"mentions": per_type_total[k], "removed_pct": 100.0 * (per_type_total[k] - per_type_left[k]) / per_type_total[k]}
-            for k in sorted(per_type_total)
-        },
+    return _summary(len(texts), per_type_total, per_type_left, numbers_total, numbers_kept, elapsed,
+                    sorted(per_type_total)) | {
         "examples_left": {k: [s for s, _ in v.most_common(5)] for k, v in leftovers.items()},
+    }
+
+
+def _summary(texts: int, total, left, numbers: int, kept: int, elapsed: float, categories) -> dict:
+    """The figures both corpora report: mentions removed, numbers kept, time, per category."""
+    n_total, n_left = sum(total.values()), sum(left.values())
+    return {
+        "texts": texts,
+        "mentions": n_total,
+        "mentions_removed": n_total - n_left,
+        "removed_pct": 100.0 * (n_total - n_left) / n_total if n_total else None,
+        "numbers": numbers,
+        "numbers_kept": kept,
+        "numbers_kept_pct": 100.0 * kept / numbers if numbers else None,
+        "ms_per_text": 1000.0 * elapsed / max(1, texts),
+        "by_type": {k: {"mentions": total[k], "removed_pct": 100.0 * (total[k] - left[k]) / total[k]}
+                    for k in categories if total[k]},
     }
 
 
@@ -259,20 +263,7 @@ def measure_corpus(cases: list[dict[str, Any]], *, with_identifiers: bool, lists
         cross_check += [f"{case['id']}:{n}" for n in sc["tokens_missing_numbers"]]
         over.update(f"{case['id']}:{w}" for w in sc["over_redacted"])
         words_total += len(re.findall(r"\w+", case["text"]))
-    n_total, n_left = sum(total.values()), sum(left.values())
-    return {
-        "texts": len(cases),
-        "mentions": n_total,
-        "mentions_removed": n_total - n_left,
-        "removed_pct": 100.0 * (n_total - n_left) / n_total if n_total else None,
-        "numbers": numbers,
-        "numbers_kept": kept,
-        "numbers_kept_pct": 100.0 * kept / numbers if numbers else None,
-        "ms_per_text": 1000.0 * elapsed / max(1, len(cases)),
-        "by_type": {
-            k: {"mentions": total[k], "removed_pct": 100.0 * (total[k] - left[k]) / total[k]}
-            for k in CATEGORIES if total[k]
-        },
+    return _summary(len(cases), total, left, numbers, kept, elapsed, CATEGORIES) | {
         "residual": residual,
         "numbers_lost": lost,
         "tokens_missing_numbers": cross_check,
