@@ -63,7 +63,8 @@ def main() -> None:
     _, key = token_create(user=user)
     data = next(iter(demo.baseline_submissions(bundle).values()))
     worker = start_worker(pool="prefork", concurrency=2)
-    server, base = start_gunicorn(workers=2, threads=4)
+    # Polling every 10 ms is this script's business, not abuse: lift the per-user throttle.
+    server, base = start_gunicorn(workers=2, threads=4, env_overrides={"THROTTLE_USER": "1000000/min"})
     try:
         times = []
         for i in range(N + 1):  # the first upload warms the worker up and is not counted

@@ -4,3 +4,12 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
 application = get_wsgi_application()
+
+# Import the views, the API and the kinds now, when a server process starts,
+# rather than during the first request it answers.
+from django.urls import get_resolver  # noqa: E402
+
+from scoring.kinds import kind_names  # noqa: E402
+
+get_resolver().url_patterns
+kind_names()
