@@ -27,6 +27,7 @@ from leaderboard.core.services.submissions import (
     entrant_default,
     submission_create,
     submission_select,
+    upload_read,
 )
 from leaderboard.core.services.verify import benchmark_verify
 
@@ -131,16 +132,11 @@ def submit(request, slug):
     errors, status, retry_after = [], 200, None
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
-        cap = b.kind_impl.max_upload_bytes(b.config)
         try:
-            if upload.size > cap:
-                raise SubmissionRejected([], status=413)
-            accepted = submission_create(user=request.user, benchmark=b, data=upload.read(), filename=upload.name,
-                                         entrant=form.cleaned_data.get("entrant") or None)
+            accepted = submission_create(user=request.user, benchmark=b, data=upload_read(benchmark=b, upload=upload),
+                                         filename=upload.name, entrant=form.cleaned_data.get("entrant") or None)
         except SubmissionRejected as exc:
-            errors = [e.as_dict() for e in exc.errors] or [
-                {"row": None, "column": None, "message": f"the file is {upload.size:,} bytes; the limit is {cap:,} bytes"}]
-            status = exc.status
+            errors, status = [e.as_dict() for e in exc.errors], exc.status
         except QuotaExceeded as exc:
             errors, status = [{"row": None, "column": None, "message": exc.message}], 429
             retry_after = exc.retry_after_seconds
@@ -177,11 +173,10 @@ def verify_page(request, slug):
                            "message": f"too many dry runs; try again in {int(throttle.wait() or 60)} s"}], 429
     elif upload is None:
         errors, status = [{"row": None, "column": "file", "message": "choose a file to check"}], 400
-    elif upload.size > kind.max_upload_bytes(b.config):
-        errors, status = [{"row": None, "column": "file", "message": "the file is over the size limit"}], 413
     else:
         try:
-            result = benchmark_verify(benchmark=b, data=upload.read(), filename=upload.name)
+            result = benchmark_verify(benchmark=b, data=upload_read(benchmark=b, upload=upload),
+                                      filename=upload.name)
         except SubmissionRejected as exc:
             errors, status = [e.as_dict() for e in exc.errors], exc.status
     context = {"benchmark": b, "errors": errors, "filename": upload.name if upload else ""}

@@ -164,3 +164,17 @@ def test_pages_login_is_throttled_per_address(client, users):
     assert codes[-1] == 429
     resp = client.post("/accounts/login/", {"username": "owner", "password": "pw-owner-123"})
     assert resp.status_code == 429 and int(resp["Retry-After"]) > 0
+
+
+def test_pages_submit_over_the_size_cap_says_the_limit(client, users, tmp_path):
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+    from tests.conftest import write_properties_bundle
+
+    benchmark = benchmark_load_bundle(write_properties_bundle(
+        tmp_path / "small", MINI_ROWS, slug="tiny-cap", extra_config={"max_upload_bytes": 1024})).benchmark
+    client.force_login(users["owner"])
+    big = submission_csv(MINI_ROWS) + b"\n" * 1000
+    resp = client.post(f"/b/{benchmark.slug}/submit/", {"file": SimpleUploadedFile("p.csv", big)})
+    assert resp.status_code == 413
+    assert f"the file is {len(big):,} bytes; the limit is 1,024 bytes" in resp.content.decode()
+    assert not Submission.objects.exists()

@@ -22,7 +22,12 @@ from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
 from leaderboard.core.models import Benchmark, Case, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
-from leaderboard.core.services.submissions import SubmissionRejected, submission_create, submission_select
+from leaderboard.core.services.submissions import (
+    SubmissionRejected,
+    submission_create,
+    submission_select,
+    upload_read,
+)
 from leaderboard.core.services.verify import benchmark_verify
 
 
@@ -139,12 +144,7 @@ class SubmissionCreateOrList(APIView):
         upload = request.FILES.get("file")
         kwargs = {}
         if upload is not None:
-            cap = b.kind_impl.max_upload_bytes(b.config)
-            if upload.size > cap:  # answer before reading it into memory
-                return error_response([RowError(f"the file is {upload.size:,} bytes; the limit is {cap:,} bytes",
-                                                 column="file")], 413,
-                                      remaining_today=quota_remaining(user=request.user, benchmark=b))
-            kwargs = {"data": upload.read(), "filename": upload.name}
+            kwargs = {"upload": upload}
         elif isinstance(request.data, dict) and "predictions" in request.data:
             predictions = request.data["predictions"]
             if isinstance(predictions, str) and not request.content_type.startswith("application/json"):
@@ -160,6 +160,9 @@ class SubmissionCreateOrList(APIView):
                                              column="file")], 400)
         entrant = request.data.get("entrant") if hasattr(request.data, "get") else None
         try:
+            if "upload" in kwargs:
+                upload = kwargs.pop("upload")
+                kwargs = {"data": upload_read(benchmark=b, upload=upload), "filename": upload.name}
             accepted = submission_create(user=request.user, benchmark=b, entrant=entrant, **kwargs)
         except SubmissionRejected as exc:
             return error_response(exc.errors, exc.status,
@@ -241,9 +244,8 @@ class Verify(APIView):
         upload = request.FILES.get("file")
         try:
             if upload is not None:
-                if upload.size > b.kind_impl.max_upload_bytes(b.config):
-                    return error_response([RowError("the file is over the size limit", column="file")], 413)
-                result = benchmark_verify(benchmark=b, data=upload.read(), filename=upload.name)
+                result = benchmark_verify(benchmark=b, data=upload_read(benchmark=b, upload=upload),
+                                          filename=upload.name)
             elif isinstance(request.data, dict) and "predictions" in request.data:
                 result = benchmark_verify(benchmark=b, predictions=request.data["predictions"])
             else:

@@ -44,7 +44,7 @@ def leaderboard_refresh(round_: Round) -> None:
     kind = benchmark.kind_impl
     config = benchmark.config
     ranking = kind.ranking_metric
-    higher = _higher_is_better(kind, config, ranking)
+    higher = kind.metric(ranking).higher_is_better
 
     candidates: dict[int, _Candidate] = {}
     for sub_id, ent_id, received_at, selected in Submission.objects.filter(
@@ -92,9 +92,3 @@ def leaderboard_refresh(round_: Round) -> None:
     LeaderboardRow.objects.filter(round=round_).delete()
     LeaderboardRow.objects.bulk_create(rows)
 
-
-def _higher_is_better(kind, config, metric: str) -> bool:
-    for spec in kind.metric_specs(config):
-        if spec.name == metric:
-            return spec.higher_is_better
-    return True

@@ -99,6 +99,20 @@ def current_round(benchmark: Benchmark) -> Round | None:
     return Round.objects.filter(benchmark=benchmark, status=Round.Status.OPEN).order_by("-number", "-id").first()
 
 
+def upload_size_check(*, benchmark: Benchmark, size: int) -> None:
+    """Refuse (413) an upload over the benchmark's cap; call it before reading a file into memory."""
+    cap = benchmark.kind_impl.max_upload_bytes(benchmark.config)
+    if size > cap:
+        raise SubmissionRejected([RowError(f"the file is {size:,} bytes; the limit is {cap:,} bytes",
+                                           column="file")], status=413)
+
+
+def upload_read(*, benchmark: Benchmark, upload) -> bytes:
+    """An uploaded file's bytes, after checking its size against the cap."""
+    upload_size_check(benchmark=benchmark, size=upload.size)
+    return upload.read()
+
+
 def submission_create(
     *,
     user,
@@ -121,14 +135,11 @@ def submission_create(
     if round_ is None:
         raise SubmissionRejected([RowError("this benchmark has no round open for submissions")], status=409)
 
+    if data is not None:
+        upload_size_check(benchmark=benchmark, size=len(data))
     cases = round_caseset(round_)
     try:
         if data is not None:
-            cap = kind.max_upload_bytes(config)
-            if len(data) > cap:
-                raise ValidationFailed(
-                    [RowError(f"the file is {len(data):,} bytes; the limit is {cap:,} bytes")], too_large=True
-                )
             parsed = kind.parse_submission(data, filename=filename, cases=cases, config=config)
         elif predictions is not None:
             parsed = kind.parse_json_predictions(predictions, cases=cases, config=config)

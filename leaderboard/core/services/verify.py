@@ -6,9 +6,10 @@ from typing import Any
 from scoring.errors import RowError, ValidationFailed
 from scoring.kinds.base import VerifyUnavailable
 
-from leaderboard.core.models import Benchmark, Round
+from leaderboard.core.models import Benchmark
+from leaderboard.core.selectors import leaderboard_round
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
-from leaderboard.core.services.submissions import SubmissionRejected, current_round
+from leaderboard.core.services.submissions import SubmissionRejected, upload_size_check
 
 
 def benchmark_verify(*, benchmark: Benchmark, predictions: Any = None, data: bytes | None = None,
@@ -19,10 +20,12 @@ def benchmark_verify(*, benchmark: Benchmark, predictions: Any = None, data: byt
     403 when the benchmark offers no dry run, 409 when there is no truth yet.
     """
     kind = benchmark.kind_impl
-    round_ = current_round(benchmark) or Round.objects.filter(benchmark=benchmark).order_by("-number").first()
+    round_ = leaderboard_round(benchmark)
     if round_ is None:
         raise SubmissionRejected([RowError("this benchmark has no cases yet")], status=409)
     cases = round_caseset(round_)
+    if data is not None:
+        upload_size_check(benchmark=benchmark, size=len(data))
     try:
         if data is not None:
             parsed = kind.parse_submission(data, filename=filename, cases=cases, config=benchmark.config)
