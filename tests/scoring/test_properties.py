@@ -199,6 +199,7 @@ def test_config_defaults_and_recall_defaults_to_direction():
             {"name": "Tm2", "higher_is_better": True, "recall": True},
             {"name": "HIC", "higher_is_better": False, "recall": False},
         ],
+        "inputs": [],
         "weights": {"spearman": 0.6, "recall": 0.4},
         "recall_fraction": 0.1,
         "max_upload_bytes": 10485760,
@@ -466,7 +467,7 @@ def test_bundle_errors_name_file_row_and_column():
     assert errors == [
         ("cases.csv", 3, "sequence_id", "duplicate sequence_id 'x1' (first seen in row 2)"),
         ("cases.csv", 4, "fold", "fold must be an integer, got 'one'"),
-        ("cases.csv", 5, "split", "split must be 'public' or 'private', got 'hidden'"),
+        ("cases.csv", 5, "split", "split must be 'dev', 'public' or 'private', got 'hidden'"),
         ("cases.csv", 6, "A", "'abc' is not a finite number; leave the cell empty for a value not measured"),
         ("cases.csv", 6, "B", "'nan' is not a finite number; leave the cell empty for a value not measured"),
         ("cases.csv", 7, None, "row has 4 fields but the header has 5"),
@@ -511,10 +512,18 @@ def test_demo_bundle_shape(demo):
         ("Titer", True, True),
         ("PR_CHO", False, False),
     ]
+    assert meta["closes_at"] == "2030-12-31T23:59:59Z"
+    assert bundle.config["inputs"] == ["heavy_sequence", "light_sequence"]
     cases = bundle.cases.cases
-    assert len(cases) == 250 and cases[0].case_id == "ab_0001"
-    assert sum(c.split == "public" for c in cases) == 175
+    assert len(cases) == 300 and cases[0].case_id == "ab_0001"
+    assert [sum(c.split == s for c in cases) for s in ("dev", "public", "private")] == [120, 108, 72]
     assert sorted({c.public["fold"] for c in cases}) == [0, 1, 2, 3, 4]
+    # Public inputs: a heavy chain (~120 residues, ending in its J region) and a light chain (~108).
+    for c in cases:
+        assert set(c.public) == {"fold", "heavy_sequence", "light_sequence"}
+        assert 105 <= len(c.public["heavy_sequence"]) <= 140 and c.public["heavy_sequence"].endswith("TVSS")
+        assert 100 <= len(c.public["light_sequence"]) <= 115 and c.public["light_sequence"].endswith("EIK")
+        assert set(c.public["heavy_sequence"] + c.public["light_sequence"]) <= set("ACDEFGHIKLMNPQRSTVWY")
     tm2 = [v["Tm2"] for v in bundle.truth.values.values()]
     assert 55 < min(tm2) and max(tm2) < 95
     assert write_bundle(directory, seed=7) == directory
@@ -524,18 +533,18 @@ def test_demo_bundle_shape(demo):
 def test_demo_baselines_are_valid_and_improve(demo):
     directory, meta, bundle = demo
     subs = baseline_submissions(directory, 7)
-    assert list(subs) == ["random", "sequence-length heuristic", "ridge-like noisy oracle"]
+    assert list(subs) == ["random", "CDR-H3 length heuristic", "composition least squares"]
     parsed = {n: KIND.parse_submission(d, filename=f"{n}.csv", cases=bundle.cases, config=bundle.config) for n, d in subs.items()}
     results = KIND.score_round(parsed, cases=bundle.cases, truth=bundle.truth, config=bundle.config)
-    for split in ("public", "private"):
-        scores = [results[n].metrics[split]["score"] for n in subs]
-        assert scores == sorted(scores), (split, scores)
-        assert scores[2] - scores[0] > 0.3
+    for split in ("dev", "public", "private"):
+        random, heuristic, fitted = (results[n].metrics[split]["score"] for n in subs)
+        assert fitted > max(random, heuristic) and fitted - random > 0.2, (split, random, heuristic, fitted)
+    assert results["CDR-H3 length heuristic"].metrics["public"]["score"] > results["random"].metrics["public"]["score"]
 
 
 def test_demo_score_matches_an_independent_computation(demo):
     directory, meta, bundle = demo
-    data = baseline_submissions(directory, 7)["ridge-like noisy oracle"]
+    data = baseline_submissions(directory, 7)["composition least squares"]
     result = KIND.score(
         KIND.parse_submission(data, filename="o.csv", cases=bundle.cases, config=bundle.config),
         cases=bundle.cases,
