@@ -26,6 +26,7 @@ from leaderboard.core.services.submissions import (
     SubmissionRejected,
     submission_create,
     submission_select,
+    submissions_refusal,
     upload_read,
 )
 from leaderboard.core.services.verify import benchmark_verify
@@ -57,6 +58,7 @@ def submission_dict(request, sub: Submission) -> dict:
         "provisional": bool(sub.truth_version_id and not sub.truth_version.is_final),
         "truth_version": sub.truth_version.version if sub.truth_version_id else None,
         "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
+        "leaderboard": selectors.submission_standing(sub, viewer=request.user),
         "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
     }
 
@@ -76,6 +78,8 @@ class BenchmarkDetail(APIView):
     def get(self, request, slug):
         b = _benchmark(request, slug)
         kind = b.kind_impl
+        round_ = selectors.leaderboard_round(b)
+        refusal = submissions_refusal(b)
         data = benchmark_summary(request, b) | {
             "description": b.description,
             "config": kind.public_config(b.config),
@@ -83,6 +87,9 @@ class BenchmarkDetail(APIView):
             "metrics": [{"name": m.name, "label": m.label, "higher_is_better": m.higher_is_better}
                         for m in kind.metric_specs(b.config)],
             "current_round": _round_dict(selectors.current_round(b)),
+            "accepting_submissions": refusal is None,
+            "closes_at": round_.closes_at if round_ is not None and round_.is_permanent else None,
+            "closed_reason": refusal,
             "private_revealed": b.private_revealed,
             "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
             "format": kind.format_help(b.config),
@@ -225,7 +232,7 @@ class SubmissionSelect(APIView):
 
 
 class Verify(APIView):
-    """The dry run: metrics and per-case results for public cases; nothing saved or counted."""
+    """The dry run: metrics and per-case results for the dev cases; nothing saved or counted."""
 
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [JSONParser, MultiPartParser, FormParser]
@@ -237,7 +244,7 @@ class Verify(APIView):
                  "multipart/form-data": s.SubmissionCreateSerializer},
         responses={200: s.VerifySerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer,
                    409: s.ErrorsSerializer},
-        summary="Score predictions without saving them (kind impact)",
+        summary="Score predictions of the dev cases without saving them (kind impact)",
     )
     def post(self, request, slug):
         b = _benchmark(request, slug)
@@ -262,14 +269,31 @@ class BenchmarkCases(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
         responses={200: {"type": "array", "items": {"type": "object"}}},
-        summary="The cases of the current round: ids and what participants may see, never truth",
+        summary="The cases of the current round: id, split (dev, or test while a ranked case's truth is "
+                "hidden) and the public inputs; never truth",
     )
     def get(self, request, slug):
         b = _benchmark(request, slug)
-        rows = [{"case_id": c["external_id"], **c["public"]}
-                for c in selectors.round_cases(selectors.leaderboard_round(b))]
+        rows = [{"case_id": c["external_id"], "split": c["split"], **c["public"]}
+                for c in selectors.round_cases(b, selectors.leaderboard_round(b), viewer=request.user)]
         if request.query_params.get("format") == "csv":
             return csv_response(rows, f"{b.slug}-cases.csv")
+        return Response(rows)
+
+
+class BenchmarkTraining(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
+        responses={200: {"type": "array", "items": {"type": "object"}}},
+        summary="The training set: the dev cases with their public inputs and their truth (labels)",
+    )
+    def get(self, request, slug):
+        b = _benchmark(request, slug)
+        rows = selectors.training_rows(b, selectors.leaderboard_round(b))
+        if request.query_params.get("format") == "csv":
+            return csv_response(rows, f"{b.slug}-training.csv")
         return Response(rows)
 
 
