@@ -248,24 +248,26 @@ def case_neighbours(case: Case) -> tuple[str | None, str | None]:
 
 
 def submissions_for(user, *, benchmark: Benchmark | None = None):
-    qs = Submission.objects.filter(user=user).select_related("benchmark", "entrant").order_by("-received_at", "-id")
+    qs = (Submission.objects.filter(user=user).select_related("benchmark", "entrant", "round")
+          .order_by("-received_at", "-id"))
     if benchmark is not None:
         qs = qs.filter(benchmark=benchmark)
     return qs
 
 
-def submissions_headline(submissions) -> dict[int, float | None]:
-    """Public ranking-metric value per submission id, in one query."""
+def submissions_headline(submissions, *, viewer=None) -> dict[int, float | None]:
+    """Public ranking-metric value per submission id, in one query, under ``submission_scores``'s rule
+    (a score over fewer cases than the leaderboard's minimum is withheld while the truth is hidden)."""
     subs = list(submissions)
-    wanted = defaultdict(list)
-    for s in subs:
-        wanted[s.benchmark.kind_impl.ranking_metric].append(s.pk)
+    if not subs:
+        return {}
+    public: dict[int, dict] = defaultdict(dict)
+    for sub_id, metric, value in Score.objects.filter(submission__in=subs, split="public").values_list(
+            "submission_id", "metric", "value"):
+        public[sub_id][metric] = value
     out: dict[int, float | None] = {}
-    q = Q()
-    for metric, ids in wanted.items():
-        q |= Q(metric=metric, submission_id__in=ids)
-    if not wanted:
-        return out
-    for sub_id, value in Score.objects.filter(q, split="public").values_list("submission_id", "value"):
-        out[sub_id] = value
+    for s in subs:
+        shown = _scores_shown(s, {"public": public[s.pk]} if s.pk in public else {}, viewer)
+        if "public" in shown:
+            out[s.pk] = shown["public"].get(s.benchmark.kind_impl.ranking_metric)
     return out

@@ -245,7 +245,7 @@ def _case_url(slug: str, case_id: str, query: str = "") -> str | None:
 @login_required
 def my_submissions(request):
     subs = list(selectors.submissions_for(request.user)[:200])
-    headline = selectors.submissions_headline(subs)
+    headline = selectors.submissions_headline(subs, viewer=request.user)
     for sub in subs:
         sub.headline = headline.get(sub.pk)
     return render(request, "core/my_submissions.html", {"submissions": subs})

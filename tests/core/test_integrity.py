@@ -18,6 +18,7 @@ import csv
 import datetime as dt
 import io
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -302,6 +303,9 @@ def test_attack_verify_and_tiny_uploads_tell_nothing_of_ranked_cases(db, tmp_pat
                                       "an entrant needs at least 3 scored predictions in the split"}]
     page = client.get(f"/submissions/{sub.pk}/").content.decode()
     assert "needs at least 3 scored predictions in the split" in page
+    mine = client.get("/submissions/").content.decode()
+    row = re.search(rf'<tr>\s*<td class="num"><a href="/submissions/{sub.pk}/">.*?</tr>', mine, re.S).group(0)
+    assert re.findall(r'<td class="num">([^<]*)</td>', row) == ["–"]  # the score column: withheld
     assert "Exact match" not in page
     for name, resp in (("page", page), ("API", json.dumps(detail)),
                        ("rows", owner.get(f"/api/submissions/{sub.pk}/cases/").content.decode())):

@@ -109,7 +109,9 @@ class SubmissionSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     scored_at = serializers.DateTimeField(allow_null=True)
-    leaderboard = StandingSerializer(many=True, help_text="Per leaderboard split shown: listed or why not.")
+    leaderboard = StandingSerializer(many=True, required=False,
+                                     help_text="One submission's answer only: per leaderboard split shown, "
+                                               "listed or why not.")
     url = serializers.CharField()
 
 

@@ -49,18 +49,21 @@ def benchmark_summary(request, b: Benchmark) -> dict:
             "url": request.build_absolute_uri(reverse("api-benchmark", args=[b.slug]))}
 
 
-def submission_dict(request, sub: Submission) -> dict:
+def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict:
+    """A submission as the API shows it; ``standing``: with ``leaderboard`` (where it stands, and why)."""
     scores = selectors.submission_scores(sub, viewer=request.user)
-    return {
+    out = {
         "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
         "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
         "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected,
         "provisional": bool(sub.truth_version_id and not sub.truth_version.is_final),
         "truth_version": sub.truth_version.version if sub.truth_version_id else None,
         "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
-        "leaderboard": selectors.submission_standing(sub, viewer=request.user),
         "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
     }
+    if standing:
+        out["leaderboard"] = selectors.submission_standing(sub, viewer=request.user)
+    return out
 
 
 class BenchmarkList(APIView):
@@ -188,7 +191,7 @@ class SubmissionCreateOrList(APIView):
 
 
 def _own_submission(request, pk) -> Submission:
-    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version")
+    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round")
     return get_object_or_404(qs, pk=pk)
 
 
@@ -197,7 +200,7 @@ class SubmissionDetail(APIView):
 
     @extend_schema(responses=s.SubmissionSerializer, summary="A submission's status and scores (owner or staff)")
     def get(self, request, pk):
-        return Response(submission_dict(request, _own_submission(request, pk)))
+        return Response(submission_dict(request, _own_submission(request, pk), standing=True))
 
 
 class SubmissionCases(APIView):
