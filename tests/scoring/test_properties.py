@@ -482,6 +482,77 @@ def test_bundle_missing_and_extra_columns():
     ]
 
 
+def test_bundle_inputs_are_published_with_the_case():
+    cfg = KIND.validate_config(dict(CFG, inputs=["heavy_sequence", "light_sequence"]))
+    b = KIND.parse_bundle({"cases.csv": b"sequence_id,fold,split,heavy_sequence,light_sequence,A,B\n"
+                                        b"x1,0,dev,EVQLVES,DIQMTQ,1.5,2\nx2,1,public,QVQLQE,EIVLTQ,2,7\n"}, cfg)
+    assert [(c.case_id, c.split, c.public) for c in b.cases.cases] == [
+        ("x1", "dev", {"fold": 0, "heavy_sequence": "EVQLVES", "light_sequence": "DIQMTQ"}),
+        ("x2", "public", {"fold": 1, "heavy_sequence": "QVQLQE", "light_sequence": "EIVLTQ"}),
+    ]
+    assert b.truth.values["x1"] == {"A": 1.5, "B": 2.0}  # inputs are never truth
+    assert KIND.training_rows(b.cases.in_splits(("dev",)), b.truth, cfg) == [
+        {"case_id": "x1", "fold": 0, "heavy_sequence": "EVQLVES", "light_sequence": "DIQMTQ", "A": 1.5, "B": 2.0}]
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.parse_bundle({"cases.csv": b"sequence_id,fold,split,A,B\nx1,0,dev,1,2\n"}, cfg)
+    assert [(e.row, e.column) for e in exc.value.errors] == [(1, "heavy_sequence"), (1, "light_sequence")]
+
+
+@pytest.mark.parametrize("inputs,column", [
+    ("heavy", "inputs"),
+    (["fold"], "inputs[0]"),
+    (["A"], "inputs[0]"),
+    (["h", "h"], "inputs[1]"),
+    (["a,b"], "inputs[0]"),
+    ([""], "inputs[0]"),
+])
+def test_config_inputs_are_checked(inputs, column):
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.validate_config(dict(CFG, inputs=inputs))
+    assert [e.column for e in exc.value.errors] == [column]
+
+
+DEV_CASES = CaseSet([Case(f"d{i}", "dev", {"fold": i % 2}) for i in range(1, 5)] + CASES.cases)
+DEV_TRUTH = Truth({**TRUTH.values, **{f"d{i}": {"A": float(i), "B": float(-i)} for i in range(1, 5)}})
+
+
+def dev_submission(rows: dict[str, tuple[float, float]]):
+    lines = ["sequence_id,A,B,fold"] + [f"{sid},{a},{b},{int(sid[1:]) % 2}" for sid, (a, b) in rows.items()]
+    return KIND.parse_submission("\n".join(lines).encode(), filename="s.csv", cases=DEV_CASES, config=CFG)
+
+
+def test_dev_rows_are_optional_and_scored_apart():
+    without = KIND.score(dev_submission({**PUBLIC, **PRIVATE}), cases=DEV_CASES, truth=DEV_TRUTH, config=CFG)
+    assert set(without.metrics) == {"public", "private"}
+    assert [r["case_id"] for r in without.cases] == [*PUBLIC, *PRIVATE]
+    # Three of the four dev rows: scored on those three only (A perfect, B reversed), public unchanged.
+    partial = {"d1": (1, 1), "d2": (2, 2), "d4": (4, 4)}
+    with_dev = KIND.score(dev_submission({**partial, **PUBLIC, **PRIVATE}), cases=DEV_CASES, truth=DEV_TRUTH,
+                          config=CFG)
+    assert with_dev.metrics["public"] == without.metrics["public"]
+    assert with_dev.metrics["dev"]["spearman:A"] == pytest.approx(1.0)
+    assert with_dev.metrics["dev"]["spearman:B"] == pytest.approx(-1.0)
+    assert [r["case_id"] for r in with_dev.cases] == ["d1", "d2", "d4", *PUBLIC, *PRIVATE]
+    # Scored together, submissions with different dev rows each get their own dev metrics.
+    both = KIND.score_round({"a": dev_submission({**partial, **PUBLIC, **PRIVATE}),
+                             "b": dev_submission({**PUBLIC, **PRIVATE})}, cases=DEV_CASES, truth=DEV_TRUTH, config=CFG)
+    assert both["a"].metrics == with_dev.metrics and both["b"].metrics == without.metrics
+    # A ranked row stays required; the message says the dev rows are optional.
+    with pytest.raises(ValidationFailed) as exc:
+        dev_submission({**partial, **PUBLIC})
+    assert [e.message for e in exc.value.errors][0] == "no row for sequence_id 'p1'"
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.parse_submission(b"sequence_id,A,B,fold\n", filename="s.csv", cases=DEV_CASES, config=CFG)
+    assert exc.value.errors[0].message == ("no predictions: expected one row per test sequence (8 rows), plus "
+                                           "optional rows for the 4 dev sequences")
+
+
+def test_prediction_only_rows_keep_no_truth():
+    row = KIND.score(submission({**PUBLIC, **PRIVATE}), cases=CASES, truth=TRUTH, config=CFG).cases[0]
+    assert KIND.prediction_only(row) == {"case_id": "c1", "split": "public", "fold": 1, "predicted:A": 1.0,
+                                         "predicted:B": 40.0}
+
+
 def test_bundle_without_cases_file():
     with pytest.raises(ValidationFailed) as exc:
         KIND.parse_bundle({}, CFG)
