@@ -90,8 +90,8 @@ def test_daily_limit_in_the_browser_is_a_banner_with_the_reset_time(client, user
     banner = re.search(r'<section class="banner banner-limit" id="limit" role="alert">(.*?)</section>', html, re.S)
     assert banner, "no limit banner"
     text = _text(banner.group(1))
-    assert text.startswith("Daily limit reached Daily limit reached: 5 accepted submissions per UTC day")
-    assert re.search(r"It resets at \d{4}-\d\d-\d\d 00:00 UTC \(in \d+ h \d+ min\)", text)
+    assert text.startswith("Daily limit reached You have used the 5 accepted submissions of this UTC day")
+    assert re.search(r"The limit resets at \d{4}-\d\d-\d\d 00:00 UTC , in \d+ (hours?|minutes?)", text), text
     assert "errors-card" not in html and "Your file was not accepted" not in html  # not a file error, no row "-"
     assert re.search(r'<button type="submit" class="btn btn-primary btn-large" disabled>Upload and score</button>',
                      html)
