@@ -12,6 +12,7 @@ urlpatterns = [
     path("b/<slug:slug>/verify/", views.verify_page, name="verify"),
     path("b/<slug:slug>/example/", views.benchmark_example, name="benchmark_example"),
     path("b/<slug:slug>/cases/", views.benchmark_cases, name="benchmark_cases"),
+    path("b/<slug:slug>/training/", views.benchmark_training, name="benchmark_training"),
     path("b/<slug:slug>/cases/<str:case_id>/", views.case_detail, name="case_detail"),
     path("submissions/", views.my_submissions, name="my_submissions"),
     path("submissions/<int:pk>/", views.submission_detail, name="submission_detail"),

@@ -13,7 +13,7 @@ from leaderboard.core import models as m
 from leaderboard.core.selectors import leaderboard_round
 from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal, truth_load
 from leaderboard.core.services.deid import cases_deidentify, deid_backend
-from leaderboard.core.services.rounds import round_set_status
+from leaderboard.core.services.rounds import round_deadline_refusal, round_set_status
 from leaderboard.core.services.submissions import SubmissionRejected, submissions_requeue
 
 
@@ -28,8 +28,28 @@ class TruthUploadForm(forms.Form):
         self.fields["round"].initial = self.fields["round"].queryset.first()
 
 
+class RoundForm(forms.ModelForm):
+    """A round in the admin: a static round's deadline cannot move once it has passed."""
+
+    class Meta:
+        model = m.Round
+        fields = "__all__"
+        help_texts = {"closes_at": "When submissions stop (UTC). A static competition's round closes by itself "
+                                   "at this time; once passed (or closed), it cannot move."}
+
+    def clean_closes_at(self):
+        closes_at = self.cleaned_data.get("closes_at")
+        if self.instance.pk is not None:
+            stored = m.Round.objects.select_related("benchmark").get(pk=self.instance.pk)
+            refusal = round_deadline_refusal(stored, closes_at)
+            if refusal is not None:
+                raise forms.ValidationError(refusal)
+        return closes_at
+
+
 class RoundInline(admin.TabularInline):
     model = m.Round
+    form = RoundForm
     extra = 0
     fields = ("number", "title", "status", "is_permanent", "opens_at", "closes_at", "resolves_at")
     readonly_fields = ("status",)
@@ -48,11 +68,15 @@ class BenchmarkAdmin(admin.ModelAdmin):
     def truth_link(self, obj):
         return format_html('<a href="{}">upload truth</a>', reverse("admin:core_benchmark_truth", args=[obj.pk]))
 
-    @admin.action(description="Reveal the private leaderboard")
+    @admin.action(description="Reveal the private leaderboard (only once submissions are closed)")
     def reveal_private(self, request, queryset):
         for b in queryset:
-            benchmark_reveal(benchmark=b)
-        self.message_user(request, f"Revealed {queryset.count()} benchmark(s); ranking now uses the private split.")
+            try:
+                benchmark_reveal(benchmark=b)
+            except SubmissionRejected as exc:
+                self.message_user(request, f"{b}: not revealed: {exc.errors[0].message}", messages.ERROR)
+            else:
+                self.message_user(request, f"{b}: revealed; ranking now uses the private split.")
 
     @admin.action(description="Hide the private leaderboard again")
     def hide_private(self, request, queryset):
@@ -111,6 +135,7 @@ class BenchmarkAdmin(admin.ModelAdmin):
 
 @admin.register(m.Round)
 class RoundAdmin(admin.ModelAdmin):
+    form = RoundForm
     list_display = ("__str__", "benchmark", "number", "status", "opens_at", "closes_at", "resolves_at")
     list_filter = ("status", "benchmark")
     readonly_fields = ("status", "status_changed_at")

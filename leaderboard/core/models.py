@@ -64,7 +64,8 @@ class Round(models.Model):
     number = models.PositiveIntegerField()
     title = models.CharField(max_length=200, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
-    # A static competition's one round never closes.
+    # A static competition's one round: no universe of its own, no resolution; it
+    # closes at its deadline (closes_at) or when the organiser closes it.
     is_permanent = models.BooleanField(default=False)
     opens_at = models.DateTimeField(default=timezone.now)
     closes_at = models.DateTimeField(null=True, blank=True)
@@ -87,8 +88,14 @@ class Round(models.Model):
 
 class Case(models.Model):
     class Split(models.TextChoices):
+        # Truth shown to participants (training data, verify); never ranks.
+        DEV = "dev", "dev"
+        # Ranks the public leaderboard; truth hidden while submissions are open.
         PUBLIC = "public", "public"
+        # Ranks after the organiser's reveal; truth hidden until then.
         PRIVATE = "private", "private"
+
+    RANKED_SPLITS = (Split.PUBLIC, Split.PRIVATE)
 
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="cases")
     external_id = models.CharField(max_length=200)

@@ -18,15 +18,17 @@ from leaderboard.core import presentation, selectors
 from leaderboard.core.api.auth import token_create
 from leaderboard.core.api.views import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
-from leaderboard.core.models import ApiToken, Benchmark, Case, Entrant, Submission
-from leaderboard.core.quota import QuotaExceeded, quota_remaining
+from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
+from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.services.casedata import round_caseset
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
     entrant_create,
     entrant_default,
+    round_takes_submissions,
     submission_create,
     submission_select,
+    submissions_refusal,
     upload_read,
 )
 from leaderboard.core.services.verify import benchmark_verify
@@ -34,6 +36,10 @@ from leaderboard.core.services.verify import benchmark_verify
 
 def render_markdown(text: str) -> str:
     return nh3.clean(markdown.markdown(text or "", extensions=["tables", "fenced_code"]))
+
+
+def submissions_left(n: int) -> str:
+    return f"{n} submission{'' if n == 1 else 's'} left today"
 
 
 def _benchmark(request, slug: str) -> Benchmark:
@@ -53,6 +59,7 @@ def benchmark_detail(request, slug):
         split = "public"
     rows = selectors.leaderboard_rows(b, split=split, viewer=request.user)
     kind = b.kind_impl
+    round_ = selectors.leaderboard_round(b)
     return render(request, "core/benchmark_detail.html", {
         "benchmark": b,
         "kind": kind,
@@ -64,8 +71,11 @@ def benchmark_detail(request, slug):
         "columns": presentation.metric_columns(kind, b.config),
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),
-        "round": selectors.leaderboard_round(b),
+        "round": round_,
+        "closed_message": submissions_refusal(b),
+        "has_training": round_ is not None and round_.cases.filter(split="dev").exists(),
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
+        "resets_at": next_reset(),
     })
 
 
@@ -83,11 +93,21 @@ def benchmark_example(request, slug):
 def benchmark_cases(request, slug):
     b = _benchmark(request, slug)
     round_ = selectors.leaderboard_round(b)
-    cases = selectors.round_cases(round_)
+    cases = selectors.round_cases(b, round_, viewer=request.user)
     if request.GET.get("format") == "csv":
-        return csv_response([{"case_id": c["external_id"], **c["public"]} for c in cases], f"{b.slug}-cases.csv")
+        return csv_response([{"case_id": c["external_id"], "split": c["split"], **c["public"]} for c in cases],
+                            f"{b.slug}-cases.csv")
     return render(request, "core/benchmark_cases.html", {
-        "benchmark": b, "cases": cases, "columns": presentation.case_list_columns(cases)})
+        "benchmark": b, "cases": cases, "columns": presentation.case_list_columns(cases),
+        "dev_count": sum(1 for c in cases if c["split"] == "dev"),
+        "test_count": sum(1 for c in cases if c["split"] == selectors.HIDDEN_SPLIT_LABEL)})
+
+
+def benchmark_training(request, slug):
+    """The training set as CSV: the dev cases with their labels (the same rows as the API's)."""
+    b = _benchmark(request, slug)
+    rows = selectors.training_rows(b, selectors.leaderboard_round(b))
+    return csv_response(rows, f"{b.slug}-training.csv")
 
 
 def case_detail(request, slug, case_id):
@@ -105,15 +125,18 @@ def case_detail(request, slug, case_id):
         raise Http404("no such case")
     public = dict(case.public)
     previous_id, next_id = selectors.case_neighbours(case)
+    visible = selectors.case_truth_visible(benchmark=b, round_=case.round, split=case.split, viewer=request.user)
     return render(request, "core/case_detail.html", {
         "benchmark": b,
         "case": case,
         "text": public.pop("text", None),
         "redaction": public.pop("redaction", None),
-        "attributes": sorted(public.items()),
+        "attributes": [(k, v) for k, v in public.items() if not _long_text(v)],
+        "long_attributes": [(k, v) for k, v in public.items() if _long_text(v)],
+        "split": selectors.split_label(case.split, visible=visible),
+        "truth": selectors.case_truth(b, case, viewer=request.user),
         "sub": sub,
-        "row": selectors.submission_case_row(sub, case, viewer=request.user)
-        if sub and case.split == Case.Split.PUBLIC else None,
+        "row": selectors.submission_case_row(sub, case, viewer=request.user) if sub else None,
         "previous_id": previous_id,
         "next_id": next_id,
         # Staff only: what de-identification started from and what it replaced.
@@ -122,27 +145,39 @@ def case_detail(request, slug, case_id):
     })
 
 
+def _long_text(value) -> bool:
+    """An attribute too long for a line of the case page's header (a chain sequence)."""
+    return isinstance(value, str) and len(value) > 40
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def submit(request, slug):
+    """The upload form. A refusal that is not about the file (the daily limit, the deadline)
+    is a banner saying when uploads are possible again, not a row of the error table."""
     b = _benchmark(request, slug)
     entrant_default(request.user)
     entrants = list(Entrant.objects.filter(owner=request.user).order_by("created_at", "id"))
     form = SubmitForm(request.POST or None, request.FILES or None, entrants=entrants)
-    errors, status, retry_after = [], 200, None
-    if request.method == "POST" and form.is_valid():
+    errors, status, retry_after, limit, closed = [], 200, None, None, submissions_refusal(b)
+    if request.method == "POST" and closed:
+        status = 409
+    elif request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
             accepted = submission_create(user=request.user, benchmark=b, data=upload_read(benchmark=b, upload=upload),
                                          filename=upload.name, entrant=form.cleaned_data.get("entrant") or None)
         except SubmissionRejected as exc:
-            errors, status = [e.as_dict() for e in exc.errors], exc.status
+            status = exc.status
+            if exc.status == 409:  # the round closed meanwhile
+                closed = "; ".join(e.message for e in exc.errors)
+            else:
+                errors = [e.as_dict() for e in exc.errors]
         except QuotaExceeded as exc:
-            errors, status = [{"row": None, "column": None, "message": exc.message}], 429
-            retry_after = exc.retry_after_seconds
+            limit, status, retry_after = exc, 429, exc.retry_after_seconds
         else:
             messages.success(request, f"Received {upload.name}: it is queued for scoring. "
-                                      f"{accepted.remaining_today} submissions left today.")
+                                      f"{submissions_left(accepted.remaining_today).capitalize()}.")
             return redirect("submission_detail", pk=accepted.submission.pk)
     elif request.method == "POST":
         status = 400
@@ -150,6 +185,9 @@ def submit(request, slug):
         "benchmark": b,
         "form": form,
         "errors": errors,
+        "limit": limit,
+        "closed_message": closed,
+        "resets_at": next_reset(),
         "remaining_today": quota_remaining(user=request.user, benchmark=b),
         "format_html": render_markdown(b.kind_impl.format_help(b.config)),
         "verify_available": b.kind_impl.verify_available(b.config),
@@ -181,11 +219,11 @@ def verify_page(request, slug):
             errors, status = [e.as_dict() for e in exc.errors], exc.status
     context = {"benchmark": b, "errors": errors, "filename": upload.name if upload else ""}
     if result is not None:
-        rows = [dict(r, split="public") for r in result["results"]]
+        rows = [dict(r, split="dev") for r in result["results"]]  # verify scores dev cases only
         context.update({
             "metrics": result["metrics"],
             # The ignored counts are said in a sentence below the panels, not as metrics.
-            "panels": presentation.split_panels(kind, b.config, {"public": {
+            "panels": presentation.split_panels(kind, b.config, {"dev": {
                 k: v for k, v in result["metrics"].items() if not k.startswith("cases_ignored")}}, rows),
             "case_table": presentation.case_table(
                 kind, rows, case_url=lambda cid: _case_url(b.slug, cid)),
@@ -207,7 +245,7 @@ def _case_url(slug: str, case_id: str, query: str = "") -> str | None:
 @login_required
 def my_submissions(request):
     subs = list(selectors.submissions_for(request.user)[:200])
-    headline = selectors.submissions_headline(subs)
+    headline = selectors.submissions_headline(subs, viewer=request.user)
     for sub in subs:
         sub.headline = headline.get(sub.pk)
     return render(request, "core/my_submissions.html", {"submissions": subs})
@@ -222,15 +260,18 @@ def submission_detail(request, pk):
     b = sub.benchmark
     scores = selectors.submission_scores(sub, viewer=request.user)
     case_rows = selectors.submission_case_rows(sub, viewer=request.user)
-
+    open_ = round_takes_submissions(sub.round)
     return render(request, "core/submission_detail.html", {
         "sub": sub,
         "benchmark": b,
         "panels": presentation.split_panels(b.kind_impl, b.config, scores, case_rows),
+        "standing": selectors.submission_standing(sub, viewer=request.user),
         "case_table": presentation.case_table(
             b.kind_impl, case_rows, case_url=lambda cid: _case_url(b.slug, cid, f"?submission={sub.pk}")),
+        "hidden_rows": sum(1 for r in case_rows if r.get("split") == selectors.HIDDEN_SPLIT_LABEL),
+        "round_open": open_,
         "events": list(sub.events.order_by("at", "id")),
-        "can_select": sub.user_id == request.user.pk and sub.status == Submission.Status.SCORED,
+        "can_select": sub.user_id == request.user.pk and sub.status == Submission.Status.SCORED and open_,
     })
 
 

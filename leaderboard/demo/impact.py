@@ -35,7 +35,10 @@ from scoring import metrics_impact as mi
 
 SLUG = "oncology-catalysts"
 N_CASES = 200
-PRIVATE_SHARE = 0.25
+# Splits: dev (truth published: the training set and the dry run; never ranked), private, public.
+DEV_SHARE = 0.25
+PRIVATE_SHARE = 0.2
+CLOSES_AT = "2030-12-31T23:59:59Z"  # fixed, so the bundle is byte-identical between runs
 
 CONFIG = {
     "multiplier_coefficient": 0.5,
@@ -70,10 +73,17 @@ market-cap adjusted score of the one-day price move:
 | `positive` | +1 to +3 |
 | `very_positive` | > +3 |
 
-Submissions are ranked by **exact-match accuracy** (at least 10 predictions to
-appear); directional accuracy, close accuracy (within one category), MAE of
-`predicted_score` against the adjusted score and average confidence are shown
-beside it. Use *verify* to dry-run predictions on the public cases.
+Submissions are ranked by **exact-match accuracy** (at least 10 scored
+predictions in a split to appear); directional accuracy, close accuracy (within
+one category), MAE of `predicted_score` against the adjusted score and average
+confidence are shown beside it.
+
+About a quarter of the cases are **dev** cases: their price moves are in the
+training set (*Training set (CSV)*), they never rank, and *Check without
+submitting* (verify) dry-runs your predictions on them. The other cases are
+**test** cases: they rank, and their truth stays hidden until submissions close
+on **31 December 2030, 23:59 UTC** (the private split's until the organiser
+reveals it).
 """
 
 # -- word banks ---------------------------------------------------------------------
@@ -314,13 +324,17 @@ class _Gen:
         return _Case(
             case_id=f"onc_{i:04d}", text=text, company=[full, short], ticker=ticker, drugs=[inn, code, brand],
             executives=[ceo, inv, contact], market_cap=round(cap, -3), percent_change=round(move, 2), tone=tone,
-            split="private" if rng.random() < PRIVATE_SHARE else "public", mentions=m, numbers=numbers,
+            split=_split(rng.random()), mentions=m, numbers=numbers,
         )
 
     @staticmethod
     def _mention_part(mention, key: str, parts: dict[str, str]) -> str:
         kind = {"trial": "trial_name", "inn": "drug", "code": "drug", "brand": "drug", "conference": "conference"}.get(key)
         return mention(kind, parts[key]) if kind else parts[key]
+
+
+def _split(u: float) -> str:
+    return "dev" if u < DEV_SHARE else "private" if u < DEV_SHARE + PRIVATE_SHARE else "public"
 
 
 def _title_city(s: str) -> str:
@@ -337,7 +351,7 @@ def generate_cases(seed: int = 11, n: int = N_CASES) -> list[_Case]:
 def write_bundle(directory: Path, seed: int = 11) -> Path:
     """Write the demo bundle (benchmark.json, cases.csv) into ``directory``; return it."""
     meta = {"slug": SLUG, "title": "Oncology catalysts", "kind": "impact", "description": DESCRIPTION,
-            "daily_limit": 5, "config": CONFIG}
+            "daily_limit": 5, "closes_at": CLOSES_AT, "config": CONFIG}
     header = ["case_id", "text", "percent_change", "market_cap", "split", "company", "ticker", "drugs", "executives"]
     rows = ([c.case_id, c.text, f"{c.percent_change:.2f}", f"{c.market_cap:.0f}", c.split, ";".join(c.company),
              c.ticker, ";".join(c.drugs), ";".join(c.executives)] for c in generate_cases(seed))

@@ -7,7 +7,9 @@ Data exchanged with the Django layer:
 
 * ``CaseSet``: the cases of a round as the organiser loaded them: external id,
   split and the participant-visible attributes (``public`` dict, e.g. the fold
-  of an antibody or the text of a press release).
+  and chain sequences of an antibody or the text of a press release). Splits:
+  ``dev`` (truth shown to participants, never ranked), ``public`` (ranks the
+  public leaderboard) and ``private`` (ranks after the reveal).
 * ``Truth``: per case id, a dict of truth values (as loaded from the bundle or a
   truth snapshot), plus round-level extras (``extra``: stakes, benchmark S&P
   returns...). ``final`` is False for interim snapshots: scores computed from it
@@ -37,10 +39,15 @@ class MetricSpec:
     description: str = ""
 
 
+DEV = "dev"
+RANKED_SPLITS = ("public", "private")
+SPLITS = (DEV, *RANKED_SPLITS)
+
+
 @dataclass
 class Case:
     case_id: str
-    split: str = "public"  # "public" or "private"
+    split: str = "public"  # "dev", "public" or "private"
     public: dict[str, Any] = field(default_factory=dict)
     # Staff-only attributes kept with the case (original text, identifiers).
     private: dict[str, Any] = field(default_factory=dict)
@@ -55,6 +62,10 @@ class CaseSet:
 
     def by_id(self) -> dict[str, Case]:
         return {c.case_id: c for c in self.cases}
+
+    def in_splits(self, splits) -> "CaseSet":
+        """The cases of the given splits, in order."""
+        return CaseSet([c for c in self.cases if c.split in splits])
 
 
 @dataclass
@@ -93,14 +104,18 @@ class Kind:
     ranking_metric: ClassVar[str] = "score"
     # Does scoring need the whole round at once (meta model, pairwise stats)?
     scores_whole_round: ClassVar[bool] = False
-    # Splits a submission is scored on; the first is the public leaderboard's.
-    splits: ClassVar[tuple[str, ...]] = ("public", "private")
+    # Splits that rank entrants on a leaderboard; the first is the public one.
+    # A kind scores the ``dev`` split too when the cases have one, but dev
+    # metrics never reach a leaderboard.
+    splits: ClassVar[tuple[str, ...]] = RANKED_SPLITS
     # File names a bundle folder may hold (besides benchmark.json).
     bundle_files: ClassVar[tuple[str, ...]] = ("cases.csv",)
     submission_formats: ClassVar[tuple[str, ...]] = ("csv",)
-    # May a participant see per-case rows (with truth) of the public split
-    # before the private split is revealed? False for hidden test sets.
-    case_rows_public: ClassVar[bool] = True
+    # The columns of a per-case row that carry only what the participant sent
+    # (never truth, never correctness): what a row shows while its case's truth
+    # is hidden. Exact names, and name prefixes.
+    prediction_columns: ClassVar[tuple[str, ...]] = ("case_id", "split")
+    prediction_column_prefixes: ClassVar[tuple[str, ...]] = ("predicted",)
     # Are the cases texts that pass the de-identification pipeline before
     # participants see them (public["text"], original in private)?
     deidentify_text: ClassVar[bool] = False
@@ -123,6 +138,15 @@ class Kind:
     def leaderboard_eligible(self, metrics: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
         """Whether a submission's metrics in one split may appear on the leaderboard."""
         return True
+
+    def leaderboard_ineligible_reason(self, metrics: Mapping[str, Any], config: Mapping[str, Any], *,
+                                      detail: bool = True) -> str | None:
+        """Why a split's metrics keep a submission off the leaderboard (None when they do not).
+
+        ``detail`` False: a reason that says nothing the split's hidden truth
+        decides (no counts of scored cases).
+        """
+        return None if self.leaderboard_eligible(metrics, config) else "its scores do not qualify for the leaderboard"
 
     def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
         """The metrics of a benchmark with this config (some kinds add per-property metrics)."""
@@ -173,6 +197,17 @@ class Kind:
     def format_help(self, config: Mapping[str, Any]) -> str:
         """Markdown describing the submission format for this benchmark."""
         raise NotImplementedError
+
+    # -- what participants may download --------------------------------------
+    def prediction_only(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """A per-case row cut to the participant's own prediction (see ``prediction_columns``)."""
+        return {k: v for k, v in row.items()
+                if k in self.prediction_columns or k.startswith(self.prediction_column_prefixes)}
+
+    def training_rows(self, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The labelled rows participants may train on: ``cases`` (the caller passes only
+        cases whose truth participants may see) with their public attributes and truth."""
+        return [{"case_id": c.case_id, **c.public, **truth.values.get(c.case_id, {})} for c in cases.cases]
 
     # -- dry runs and page summaries -----------------------------------------
     def verify(self, parsed: Any, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> dict[str, Any]:

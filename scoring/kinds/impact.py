@@ -1,8 +1,8 @@
 """The ``impact`` kind: catalyst-impact predictions on press releases.
 
 Bundle (INTERFACE.md): ``cases.csv`` with ``case_id``, ``text``, ``percent_change``
-(percent, e.g. 12.5), ``market_cap`` (USD, > 0), optional ``split`` (``public`` or
-``private``, default public) and optional identifier columns ``company``,
+(percent, e.g. 12.5), ``market_cap`` (USD, > 0), optional ``split`` (``dev``,
+``public`` or ``private``, default public) and optional identifier columns ``company``,
 ``ticker``, ``drugs``, ``executives`` (semicolon-separated lists, used only by
 de-identification).
 
@@ -25,10 +25,12 @@ Submission: JSON ``{"predictions": [{"case_id", "predicted_impact",
 the cases. In errors, ``row`` is the spreadsheet row for CSV (header = row 1) and
 the 1-based position in ``predictions`` for JSON.
 
-Scores: per split present in the case set (``public``, ``private``), the metrics
-below; ``exact_match_accuracy`` ranks, and an entrant is ranked only with at
-least ``min_predictions`` evaluated cases (``leaderboard_eligible``). Per-case rows carry
-``split``: the caller must not show truth columns of private rows before reveal.
+Scores: per split present in the case set (``dev``, ``public``, ``private``), the
+metrics below; ``exact_match_accuracy`` ranks the public and private splits, and
+an entrant is ranked only with at least ``min_predictions`` evaluated cases
+(``leaderboard_eligible``); dev never ranks. Per-case rows carry ``split``: the
+caller shows their truth columns only where the case's truth may be seen. Verify
+(the dry run) scores dev cases only.
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ from scoring import metrics_impact as mi
 from scoring.metrics_uncertainty import bootstrap_ci
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
-from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth, VerifyUnavailable
+from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth, VerifyUnavailable
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "multiplier_coefficient": 0.5,
@@ -66,7 +68,7 @@ CASE_COLUMNS_OPTIONAL = ("split", *IDENTIFIER_COLUMNS)
 SUBMISSION_REQUIRED = ("case_id", "predicted_impact")
 SUBMISSION_OPTIONAL = ("confidence", "predicted_score")
 SUBMISSION_FIELDS = SUBMISSION_REQUIRED + SUBMISSION_OPTIONAL
-SPLITS = ("public", "private")
+SPLITS = (DEV, *RANKED_SPLITS)  # as a bundle names them, and as submissions are scored
 
 CASE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")
 MAX_CASE_TEXT = 100_000  # characters of one press release
@@ -248,7 +250,9 @@ class ImpactKind(Kind):
         "predicted_direction": ("negative", "neutral", "positive"),
         "actual_direction": ("negative", "neutral", "positive"),
     }
-    splits: ClassVar[tuple[str, ...]] = SPLITS
+    splits: ClassVar[tuple[str, ...]] = RANKED_SPLITS
+    prediction_columns: ClassVar[tuple[str, ...]] = ("case_id", "split", "confidence")
+    prediction_column_prefixes: ClassVar[tuple[str, ...]] = ("predicted_",)
     bundle_files: ClassVar[tuple[str, ...]] = ("cases.csv",)
     submission_formats: ClassVar[tuple[str, ...]] = ("json", "csv")
     deidentify_text: ClassVar[bool] = True
@@ -323,6 +327,29 @@ class ImpactKind(Kind):
         cfg = self.validate_config(config)
         return (split_metrics.get("cases_evaluated") or 0) >= cfg["min_predictions"]
 
+    def leaderboard_ineligible_reason(self, split_metrics: Mapping[str, Any], config: Mapping[str, Any], *,
+                                      detail: bool = True) -> str | None:
+        if self.leaderboard_eligible(split_metrics, config):
+            return None
+        need = self.validate_config(config)["min_predictions"]
+        n = int(split_metrics.get("cases_evaluated") or 0)
+        have = f"; it has {n}" if detail else ""
+        return f"an entrant needs at least {need} scored prediction{'s' if need != 1 else ''} in the split{have}"
+
+    def training_rows(self, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """``case_id``, ``text``, the price move and market cap, and what they make: the adjusted score and category."""
+        params = self.score_params(config)
+        out = []
+        for c in cases.cases:
+            t = truth.values.get(c.case_id) or {}
+            row: dict[str, Any] = {"case_id": c.case_id, "text": c.public.get("text", "")}
+            if t.get("percent_change") is not None and t.get("market_cap") is not None:
+                adj = mi.adjusted_score(float(t["percent_change"]), float(t["market_cap"]), **params)
+                row.update({"percent_change": float(t["percent_change"]), "market_cap": float(t["market_cap"]),
+                            "adjusted_score": adj, "actual_impact": mi.impact_category(adj)})
+            out.append(row)
+        return out
+
     # -- bundles ------------------------------------------------------------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
         cfg = self.validate_config(config)
@@ -386,7 +413,7 @@ class ImpactKind(Kind):
                 row_ok = False
             split = cell.get("split", "").strip().lower() or "public"
             if split not in SPLITS:
-                errors.add(f"split {_show(cell.get('split'))} must be 'public' or 'private'", row=row, column="split")
+                errors.add(f"split {_show(cell.get('split'))} must be 'dev', 'public' or 'private'", row=row, column="split")
                 row_ok = False
             if not row_ok:
                 continue
@@ -567,11 +594,13 @@ class ImpactKind(Kind):
         return ImpactSubmission(tuple(sorted(preds, key=lambda p: p.case_id)))
 
     def example_submission(self, cases: CaseSet, config: Mapping[str, Any]) -> tuple[str, bytes]:
-        ids = [c.case_id for c in cases.cases if c.split == "public"][:3] or cases.ids()[:3]
-        cats = ("positive", "neutral", "slightly_negative")
+        """A valid file predicting every case (so it meets ``min_predictions`` wherever the cases allow):
+        dev cases are scored on the dev split (and by verify), the others rank."""
+        cats = ("positive", "neutral", "slightly_negative", "negative", "slightly_positive")
+        scores = (1.5, 0.0, -0.7, -1.8, 0.7)
         preds = [
-            {"case_id": cid, "predicted_impact": cats[i % 3], "confidence": 0.6, "predicted_score": [1.5, 0.0, -0.7][i % 3]}
-            for i, cid in enumerate(ids)
+            {"case_id": cid, "predicted_impact": cats[i % 5], "confidence": 0.6, "predicted_score": scores[i % 5]}
+            for i, cid in enumerate(cases.ids())
         ]
         return "predictions.json", (json.dumps({"predictions": preds}, indent=2) + "\n").encode()
 
@@ -591,10 +620,13 @@ class ImpactKind(Kind):
             f"{cfg['multiplier_max']:g}). Ranked by exact-match accuracy; at least "
             f"{cfg['min_predictions']} scored predictions to appear. Files up to "
             f"{cfg['max_upload_bytes'] / 1048576:g} MB."
+            + "\n\nCases of the `dev` split come with their truth (the training download) and never rank; "
+            "the other cases (`test` in the cases download) rank, and their truth stays hidden while "
+            "submissions are open."
             + ("\n\n**Dry run:** *Check without submitting* on the submit page, or "
-               "`POST /api/benchmarks/<slug>/verify/` with the same JSON, scores your predictions on the "
-               "public cases and shows the per-case results, without saving anything or counting against "
-               "your daily limit." if cfg["verify_enabled"] else "")
+               "`POST /api/benchmarks/<slug>/verify/` with the same JSON, scores your predictions of the "
+               "dev cases and shows their per-case results, without saving anything or counting against "
+               "your daily limit. Predictions of other cases are ignored." if cfg["verify_enabled"] else "")
         )
 
     # -- scoring ------------------------------------------------------------
@@ -649,8 +681,8 @@ class ImpactKind(Kind):
         metrics: dict[str, dict[str, float | None]] = {}
         for split in SPLITS:
             split_ids = [c.case_id for c in cases.cases if c.split == split]
-            if not split_ids:
-                continue
+            if not split_ids or (split == DEV and not predicted_ids.intersection(split_ids)):
+                continue  # dev metrics only for submissions that predict dev cases
             split_rows = [r for r in rows if r["split"] == split]
             m = split_metrics(split_rows, resamples=cfg["bootstrap_resamples"])
             m["coverage"] = 100.0 * sum(1 for cid in split_ids if cid in predicted_ids) / len(split_ids)
@@ -710,23 +742,24 @@ def verify(
 ) -> dict[str, Any]:
     """The dry run of the spec: ``{"metrics", "results", "direction_confusion_matrix"}``.
 
-    Computed over PUBLIC cases only. Predictions of private cases are ignored
-    (counted in ``metrics["cases_ignored_private"]``) and never produce a result
-    row, so no private truth leaks; public cases without released truth are
-    counted in ``metrics["cases_ignored_unresolved"]``. ``mae`` is present only
-    when some prediction gave a predicted_score. Raises VerifyDisabled when the
-    config turns verify off.
+    Computed over DEV cases only: the cases whose truth participants may see
+    and which never rank. Predictions of other cases are ignored (counted in
+    ``metrics["cases_ignored_test"]``) and never produce a result row, and only
+    dev truth is read, so nothing about a ranked case leaks; dev cases without
+    truth are counted in ``metrics["cases_ignored_unresolved"]``. ``mae`` is
+    present only when some prediction gave a predicted_score. Raises
+    VerifyDisabled when the config turns verify off.
     """
     kind = ImpactKind()
     cfg = kind.validate_config(config)
     if not cfg["verify_enabled"]:
         raise VerifyDisabled("verify is turned off for this benchmark")
     splits = {c.case_id: c.split for c in cases.cases}
-    public_preds = tuple(p for p in parsed.predictions if splits.get(p.case_id) == "public")
-    ignored_private = sum(1 for p in parsed.predictions if splits.get(p.case_id) == "private")
-    public_cases = CaseSet([c for c in cases.cases if c.split == "public"])
-    public_truth = Truth({cid: v for cid, v in truth.values.items() if splits.get(cid) == "public"}, final=truth.final)
-    rows = kind.case_rows(ImpactSubmission(public_preds), cases=public_cases, truth=public_truth, config=cfg)
+    dev_preds = tuple(p for p in parsed.predictions if splits.get(p.case_id) == DEV)
+    ignored = len(parsed.predictions) - len(dev_preds)
+    dev_cases = cases.in_splits((DEV,))
+    dev_truth = Truth({cid: v for cid, v in truth.values.items() if splits.get(cid) == DEV}, final=truth.final)
+    rows = kind.case_rows(ImpactSubmission(dev_preds), cases=dev_cases, truth=dev_truth, config=cfg)
     m = mi.impact_metrics(
         [r["predicted_impact"] for r in rows],
         [r["adjusted_score"] for r in rows],
@@ -736,9 +769,9 @@ def verify(
     matrix = m.pop("direction_confusion_matrix")
     if m["mae"] is None:
         m.pop("mae")
-    m["coverage"] = 100.0 * len(public_preds) / len(public_cases.cases) if public_cases.cases else None
-    m["cases_ignored_private"] = ignored_private
-    m["cases_ignored_unresolved"] = len(public_preds) - len(rows)
+    m["coverage"] = 100.0 * len(dev_preds) / len(dev_cases.cases) if dev_cases.cases else None
+    m["cases_ignored_test"] = ignored
+    m["cases_ignored_unresolved"] = len(dev_preds) - len(rows)
     return {
         "metrics": m,
         "results": [{k: r[k] for k in _VERIFY_RESULT_KEYS} for r in rows],

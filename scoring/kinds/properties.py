@@ -1,9 +1,14 @@
 """Kind ``properties``: predict measured properties of antibodies (developability).
 
 A benchmark is a fixed set of sequences, each with a published cross-validation
-fold and a hidden public/private split. A submission is a CSV with exactly the
-columns ``sequence_id``, one per configured property and ``fold``, one row per
-sequence. Per split, each property gets a Spearman correlation and, when marked
+fold, optional public input columns (config ``inputs``, e.g. the heavy and light
+chain sequences) and a split: ``dev`` sequences come with their measured values
+(the training set participants download; never ranked), ``public`` ones rank the
+public leaderboard and ``private`` ones rank after the reveal (which of the two
+a test sequence is stays hidden). A submission is a CSV with exactly the columns
+``sequence_id``, one per configured property and ``fold``: one row per test
+sequence, and optionally rows for dev sequences (scored on the dev split, never
+ranked). Per split, each property gets a Spearman correlation and, when marked
 for it, a top-fraction recall; the ranking metric is
 ``score = w_spearman * mean Spearman + w_recall * mean recall``.
 
@@ -33,8 +38,12 @@ from scoring.metrics_properties import spearman, top_fraction_recall
 ID = "sequence_id"
 FOLD = "fold"
 SPLIT = "split"
-SPLITS = ("public", "private")
+DEV = "dev"
+SPLITS = (DEV, "public", "private")  # as a bundle names them
+RANKED = ("public", "private")
 RESERVED = (ID, FOLD, SPLIT)
+MAX_INPUTS = 20
+MAX_INPUT_CHARS = 10_000  # one input cell of a bundle (a chain sequence is ~120 residues)
 
 DEFAULT_WEIGHTS = {"spearman": 0.6, "recall": 0.4}
 DEFAULT_RECALL_FRACTION = 0.1
@@ -65,7 +74,7 @@ def _validate_config(config: Any) -> dict[str, Any]:
     errors: list[RowError] = []
     if not isinstance(config, Mapping):
         raise ValidationFailed([RowError(f"config must be a JSON object, got {type(config).__name__}")])
-    allowed = {"properties", "weights", "recall_fraction", "max_upload_bytes"}
+    allowed = {"properties", "inputs", "weights", "recall_fraction", "max_upload_bytes"}
     for key in config:
         if key not in allowed:
             _config_error(errors, str(key), f"unknown key; allowed keys: {', '.join(sorted(allowed))}")
@@ -112,6 +121,25 @@ def _validate_config(config: Any) -> dict[str, Any]:
             if isinstance(hib, bool) and isinstance(recall, bool):
                 props.append({"name": name, "higher_is_better": hib, "recall": recall})
 
+    inputs: list[str] = []
+    raw_inputs = config.get("inputs", [])
+    if not isinstance(raw_inputs, list) or len(raw_inputs) > MAX_INPUTS:
+        _config_error(errors, "inputs", f'must be a list of at most {MAX_INPUTS} column names of cases.csv that '
+                                        'participants download with the cases, like ["heavy_sequence", "light_sequence"]')
+        raw_inputs = []
+    for i, name in enumerate(raw_inputs):
+        where = f"inputs[{i}]"
+        if not isinstance(name, str) or not name or name != name.strip():
+            _config_error(errors, where, "must be a non-empty column name without surrounding spaces")
+        elif len(name) > 100 or any(ch in name for ch in ',"\r\n') or not name.isprintable():
+            _config_error(errors, where, "must be at most 100 printable characters without commas or quotes")
+        elif name in RESERVED or name in seen:
+            _config_error(errors, where, f"{name!r} is already a column of cases.csv (an id, fold, split or property)")
+        elif name in inputs:
+            _config_error(errors, where, f"{name!r} is listed twice")
+        else:
+            inputs.append(name)
+
     weights = config.get("weights", DEFAULT_WEIGHTS)
     out_weights = dict(DEFAULT_WEIGHTS)
     if not isinstance(weights, Mapping):
@@ -145,6 +173,7 @@ def _validate_config(config: Any) -> dict[str, Any]:
         raise ValidationFailed(errors)
     return {
         "properties": props,
+        "inputs": inputs,
         "weights": out_weights,
         "recall_fraction": float(fraction),
         "max_upload_bytes": cap,
@@ -165,20 +194,25 @@ class PropertiesSubmission:
     values: np.ndarray  # (len(ids), len(properties)) float64, all finite
     folds: np.ndarray  # (len(ids),) int64
 
-    def aligned(self, ids: list[str]) -> np.ndarray:
-        """The values for ``ids`` in that order.
+    def aligned(self, ids: list[str], *, optional: frozenset[str] = frozenset()) -> np.ndarray:
+        """The values for ``ids`` in that order; NaN rows for the ``optional`` ids it lacks.
 
-        Raises ValidationFailed (a ValueError) naming the ids it lacks: the
-        cases changed after the submission was validated.
+        Raises ValidationFailed (a ValueError) naming the other ids it lacks:
+        the cases changed after the submission was validated.
         """
         index = {sid: i for i, sid in enumerate(self.ids)}
-        missing = [sid for sid in ids if sid not in index]
+        missing = [sid for sid in ids if sid not in index and sid not in optional]
         if missing:
             shown = ", ".join(repr(sid) for sid in missing[:5]) + (", ..." if len(missing) > 5 else "")
             raise ValidationFailed(
                 [RowError(f"no prediction for {len(missing)} case(s) added after the upload: {shown}", column=ID)]
             )
-        return self.values[[index[sid] for sid in ids]]
+        out = np.full((len(ids), len(self.properties)), np.nan)
+        for k, sid in enumerate(ids):
+            i = index.get(sid)
+            if i is not None:
+                out[k] = self.values[i]
+        return out
 
 
 # ---------------------------------------------------------------------------
@@ -349,6 +383,8 @@ class _RowChecker:
             self.lower.setdefault(sid.strip().lower(), sid)
         by_id = cases.by_id()
         self.published = [_case_fold(by_id[sid]) for sid in self.ids]
+        # Dev sequences (labels published) may be predicted or left out; every other one is required.
+        self.required = [by_id[sid].split != DEV for sid in self.ids]
         n = len(self.ids)
         self.values = np.full((n, len(props)), np.nan)
         self.folds = np.zeros(n, dtype=np.int64)
@@ -419,23 +455,34 @@ class _RowChecker:
         if idx is not None and not self.first_row[idx]:
             self.first_row[idx] = row
 
+    def expected_rows(self) -> str:
+        """'one row per sequence (5 rows)', or with dev sequences, which rows are required."""
+        test = sum(self.required)
+        dev = len(self.ids) - test
+        if not dev:
+            return f"one row per sequence ({test} rows)"
+        return f"one row per test sequence ({test} rows), plus optional rows for the {dev} dev sequences"
+
     def check_missing(self) -> None:
         if self.rows == 0:
-            self.errs.add(f"no predictions: expected one row per sequence ({len(self.ids)} rows)")
+            self.errs.add(f"no predictions: expected {self.expected_rows()}")
             return
-        missing = [sid for sid, r in zip(self.ids, self.first_row) if not r]
+        missing = [sid for sid, r, req in zip(self.ids, self.first_row, self.required) if req and not r]
         for sid in missing[:MAX_LISTED_MISSING]:
             self.errs.add(f"no row for sequence_id {sid!r}", None, ID)
         if len(missing) > MAX_LISTED_MISSING:
             self.errs.add(
                 f"... and {len(missing) - MAX_LISTED_MISSING} more sequence_ids have no row "
-                f"({len(missing)} of {len(self.ids)} missing)",
+                f"({len(missing)} of {sum(self.required)} missing)",
                 None,
                 ID,
             )
 
     def result(self) -> PropertiesSubmission:
-        return PropertiesSubmission(tuple(self.props), tuple(self.ids), self.values, self.folds)
+        """The rows sent (every test sequence, the dev sequences predicted), ids sorted."""
+        keep = [i for i, r in enumerate(self.first_row) if r]
+        return PropertiesSubmission(tuple(self.props), tuple(self.ids[i] for i in keep), self.values[keep],
+                                    self.folds[keep])
 
 
 def _case_fold(case: Case) -> int:
@@ -461,10 +508,10 @@ class PropertiesKind(Kind):
         MetricSpec("recall", "Mean recall", description="mean over the recall properties of the top-fraction recall"),
     )
     ranking_metric = "score"
-    # A hidden test set: per-case truth is not shown before the private reveal.
-    case_rows_public = False
     scores_whole_round = False
-    splits = SPLITS
+    splits = RANKED
+    prediction_columns = ("case_id", "split", FOLD)
+    prediction_column_prefixes = ("predicted:",)
     bundle_files = (CASES_FILE,)
     submission_formats = ("csv",)
 
@@ -518,13 +565,17 @@ class PropertiesKind(Kind):
 
     # -- bundles ------------------------------------------------------------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
-        """cases.csv: sequence_id, fold, split and one truth column per property.
+        """cases.csv: sequence_id, fold, split, the configured input columns and one truth column per property.
 
-        An empty truth cell means "not measured": that case is left out of that
-        property's metrics. Errors name the file, the row (header = 1) and the column.
+        ``split`` is ``dev`` (labels published for training), ``public`` or
+        ``private``. Input cells (text, e.g. a chain sequence) are published
+        with the case. An empty truth cell means "not measured": that case is
+        left out of that property's metrics. Errors name the file, the row
+        (header = 1) and the column.
         """
         cfg = self.validate_config(config)
         props = [p["name"] for p in cfg["properties"]]
+        inputs = cfg["inputs"]
         errs = ErrorList(file=CASES_FILE)
         if CASES_FILE not in files:
             raise ValidationFailed([RowError("the bundle has no cases.csv", file=CASES_FILE)])
@@ -538,7 +589,7 @@ class PropertiesKind(Kind):
             raise ValidationFailed([RowError(f"cannot read the CSV header: {exc}", 1, file=CASES_FILE)]) from None
         if not any(header):
             raise ValidationFailed([RowError("the file is empty; expected a header row", file=CASES_FILE)])
-        expected = [ID, FOLD, SPLIT, *props]
+        expected = [ID, FOLD, SPLIT, *inputs, *props]
         pos: dict[str, int] = {}
         for i, name in enumerate(header):
             if not name:
@@ -597,8 +648,15 @@ class PropertiesKind(Kind):
                 ok = False
             split = rec[pos[SPLIT]].strip()
             if split not in SPLITS:
-                errs.add(f"split must be 'public' or 'private', got {_show(split)}", row, SPLIT)
+                errs.add(f"split must be 'dev', 'public' or 'private', got {_show(split)}", row, SPLIT)
                 ok = False
+            public: dict[str, Any] = {"fold": fold}
+            for name in inputs:
+                raw = rec[pos[name]].strip()
+                if len(raw) > MAX_INPUT_CHARS or not raw.isprintable():
+                    errs.add(f"must be at most {MAX_INPUT_CHARS:,} printable characters on one line", row, name)
+                    ok = False
+                public[name] = raw
             values: dict[str, float | None] = {}
             for prop in props:
                 raw = rec[pos[prop]].strip()
@@ -619,7 +677,7 @@ class PropertiesKind(Kind):
                 else:
                     values[prop] = v
             if ok:
-                cases.append(Case(sid, split, {"fold": fold}))
+                cases.append(Case(sid, split, public))
                 truth[sid] = values
         if not errs and not cases:
             errs.add("the file has a header but no cases")
@@ -749,7 +807,7 @@ class PropertiesKind(Kind):
         if ID in pos:
             checker.check_missing()
         elif checker.rows == 0:
-            errs.add(f"no predictions: expected one row per sequence ({len(checker.ids)} rows)")
+            errs.add(f"no predictions: expected {checker.expected_rows()}")
         if errs:
             _raise(errs)
         return checker.result()
@@ -898,7 +956,16 @@ class PropertiesKind(Kind):
         pct = f"{cfg['recall_fraction'] * 100:g}%"
         mb = cfg["max_upload_bytes"] / 1048576
         header = ",".join([ID, *(p["name"] for p in props), FOLD])
+        inputs = cfg["inputs"]
         lines = [
+            "### Data",
+            "",
+            "The cases download lists every sequence with its `fold`"
+            + (" and its " + ", ".join(f"`{c}`" for c in inputs) if inputs else "")
+            + ", and its `split`: `dev` sequences come with their measured values in the training download "
+            "(train on them; they never rank), `test` sequences are the ones ranked (public or private: which "
+            "is which stays hidden until the organiser reveals the private split).",
+            "",
             "### Submission format",
             "",
             "A CSV file (comma-separated, UTF-8) with exactly these columns, in any order, and nothing else:",
@@ -909,7 +976,7 @@ class PropertiesKind(Kind):
             "",
             "| column | content |",
             "|---|---|",
-            f"| `{ID}` | the id of a sequence, exactly as published; every sequence exactly once |",
+            f"| `{ID}` | the id of a sequence, exactly as published; every test sequence exactly once |",
         ]
         for p in props:
             direction = "higher is better" if p["higher_is_better"] else "lower is better"
@@ -920,7 +987,8 @@ class PropertiesKind(Kind):
             "",
             "### Rules",
             "",
-            "- One row per sequence: no sequence missing, none twice, no unknown ids.",
+            "- One row per test sequence: none missing, none twice, no unknown ids. Rows for dev sequences "
+            "are optional: they are scored on the dev split (shown to you case by case) and never ranked.",
             "- Every prediction is a finite number: no empty cells, NaN or infinity.",
             "- The fold of each row must equal the published fold.",
             f"- At most {mb:g} MB. UTF-8, with or without a byte-order mark; UTF-16 with a byte-order mark "
@@ -933,7 +1001,7 @@ class PropertiesKind(Kind):
             "",
             "### Scoring",
             "",
-            "Per split (public and private, scored from the same file):",
+            "Per split (dev, public and private, scored from the same file; only public and private rank):",
             "",
             "- **Spearman** rank correlation between your values and the measured ones, per property "
             "(the direction does not matter here: order your values the way the measurements go). "
@@ -960,7 +1028,9 @@ class PropertiesKind(Kind):
     ) -> dict[Any, Result]:
         """Score many submissions at once: per split and property, one vectorised call over all of them.
 
-        Metric values per split (None when undefined):
+        Splits scored: ``dev`` (over the dev sequences a submission predicts;
+        absent when it predicts none), ``public`` and ``private`` (every
+        sequence, required). Metric values per split (None when undefined):
 
         * ``spearman:<p>``: Spearman of the measured cases of the split; None
           when the truth or the prediction is constant there (or < 2 cases).
@@ -972,10 +1042,10 @@ class PropertiesKind(Kind):
           and is left out. ``recall``: mean over the recall properties with a
           value. ``score``: the weighted sum; None if a weighted part is None.
 
-        Per-case rows: ``case_id``, ``split``, ``fold``, then per property
-        ``predicted:<p>`` and ``actual:<p>`` (None when not measured). The
-        ``actual:`` values are truth: the caller must not show them for a
-        hidden split.
+        Per-case rows, one per sequence predicted: ``case_id``, ``split``,
+        ``fold``, then per property ``predicted:<p>`` and ``actual:<p>`` (None
+        when not measured). The ``actual:`` values are truth: the caller shows
+        them only where the case's truth may be seen.
         """
         cfg = self.validate_config(config)
         props = cfg["properties"]
@@ -984,6 +1054,7 @@ class PropertiesKind(Kind):
         ids = cases.ids()
         n, m = len(ids), len(keys)
         splits = np.array([c.split for c in cases.cases])
+        optional = frozenset(c.case_id for c in cases.cases if c.split == DEV)
         T = np.array(
             [[_truth_value(truth.values.get(sid, {}).get(p)) for p in names] for sid in ids], dtype=float
         ).reshape(n, len(names))
@@ -994,62 +1065,89 @@ class PropertiesKind(Kind):
                 raise ValidationFailed(
                     [RowError(f"the submission has the columns {list(sub.properties)}; the benchmark now has {names}")]
                 )
-            P[:, :, s] = sub.aligned(ids)
+            P[:, :, s] = sub.aligned(ids, optional=optional)
+        # Which sequences each submission predicts (validated values are finite; dev rows may be absent).
+        sent = np.isfinite(P).all(axis=1)
 
         metrics: list[dict[str, dict[str, float | None]]] = [{} for _ in keys]
-        w = cfg["weights"]
-        for split in self.splits:
+        for split in (DEV, *self.splits):
             in_split = splits == split
             if not in_split.any():
                 continue
-            spear: list[dict[str, float | None]] = [{} for _ in range(m)]
-            recs: list[dict[str, float | None]] = [{} for _ in range(m)]
-            spear_sum = np.zeros(m)
-            spear_count = 0
-            rec_sum = np.zeros(m)
-            rec_count = 0
-            for j, p in enumerate(props):
-                mask = in_split & np.isfinite(T[:, j])
-                t, pred = T[mask, j], P[mask, j, :]
-                if t.size >= 2 and np.ptp(t) > 0:
-                    rho = spearman(t, pred)
-                    spear_sum += np.nan_to_num(rho, nan=0.0)
-                    spear_count += 1
-                else:
-                    rho = np.full(m, np.nan)
-                for s in range(m):
-                    spear[s][f"spearman:{p['name']}"] = _num(rho[s])
-                if p["recall"]:
-                    if t.size >= 1:
-                        rec = top_fraction_recall(t, pred, cfg["recall_fraction"], p["higher_is_better"])
-                        rec_sum += rec
-                        rec_count += 1
-                    else:
-                        rec = np.full(m, np.nan)
-                    for s in range(m):
-                        recs[s][f"recall:{p['name']}"] = _num(rec[s])
-            mean_s = spear_sum / spear_count if spear_count else np.full(m, np.nan)
-            mean_r = rec_sum / rec_count if rec_count else np.full(m, np.nan)
+            # Submissions predicting the same cases of the split are scored together (ranked splits: all).
+            groups: dict[bytes, list[int]] = {}
             for s in range(m):
-                sp, rc = _num(mean_s[s]), _num(mean_r[s])
-                parts = [(w["spearman"], sp), (w["recall"], rc)]
-                score = None if any(wt > 0 and v is None for wt, v in parts) else sum(
-                    wt * v for wt, v in parts if wt > 0
-                )
-                metrics[s][split] = {"score": score, "spearman": sp, "recall": rc, **spear[s], **recs[s]}
+                groups.setdefault(sent[in_split, s].tobytes(), []).append(s)
+            for members in groups.values():
+                rows = in_split & sent[:, members[0]]
+                if not rows.any():
+                    continue  # no dev sequence predicted: no dev metrics
+                block = _split_metrics(T[rows], P[rows][:, :, members], props, cfg)
+                for k, s in enumerate(members):
+                    metrics[s][split] = block[k]
 
         folds = [_case_fold(c) for c in cases.cases]
         out: dict[Any, Result] = {}
         for s, key in enumerate(keys):
-            rows = []
+            case_rows = []
             for i, case in enumerate(cases.cases):
+                if not sent[i, s]:
+                    continue
                 row: dict[str, Any] = {"case_id": case.case_id, "split": case.split, "fold": folds[i]}
                 for j, name in enumerate(names):
                     row[f"predicted:{name}"] = float(P[i, j, s])
                     row[f"actual:{name}"] = _num(T[i, j])
-                rows.append(row)
-            out[key] = Result(metrics=metrics[s], cases=rows, provisional=not truth.final)
+                case_rows.append(row)
+            out[key] = Result(metrics=metrics[s], cases=case_rows, provisional=not truth.final)
         return out
+
+    def training_rows(self, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """``case_id``, ``fold``, the input columns and the measured value of each property (empty: not measured)."""
+        names = [p["name"] for p in self.validate_config(config)["properties"]]
+        return [{"case_id": c.case_id, **c.public, **{p: truth.values.get(c.case_id, {}).get(p) for p in names}}
+                for c in cases.cases]
+
+
+def _split_metrics(T: np.ndarray, P: np.ndarray, props: list[dict[str, Any]],
+                   cfg: Mapping[str, Any]) -> list[dict[str, float | None]]:
+    """One split's metrics for each submission: T is (cases, properties), P (cases, properties, submissions)."""
+    m = P.shape[2]
+    w = cfg["weights"]
+    spear: list[dict[str, float | None]] = [{} for _ in range(m)]
+    recs: list[dict[str, float | None]] = [{} for _ in range(m)]
+    spear_sum = np.zeros(m)
+    spear_count = 0
+    rec_sum = np.zeros(m)
+    rec_count = 0
+    for j, p in enumerate(props):
+        mask = np.isfinite(T[:, j])
+        t, pred = T[mask, j], P[mask, j, :]
+        if t.size >= 2 and np.ptp(t) > 0:
+            rho = spearman(t, pred)
+            spear_sum += np.nan_to_num(rho, nan=0.0)
+            spear_count += 1
+        else:
+            rho = np.full(m, np.nan)
+        for s in range(m):
+            spear[s][f"spearman:{p['name']}"] = _num(rho[s])
+        if p["recall"]:
+            if t.size >= 1:
+                rec = top_fraction_recall(t, pred, cfg["recall_fraction"], p["higher_is_better"])
+                rec_sum += rec
+                rec_count += 1
+            else:
+                rec = np.full(m, np.nan)
+            for s in range(m):
+                recs[s][f"recall:{p['name']}"] = _num(rec[s])
+    mean_s = spear_sum / spear_count if spear_count else np.full(m, np.nan)
+    mean_r = rec_sum / rec_count if rec_count else np.full(m, np.nan)
+    out = []
+    for s in range(m):
+        sp, rc = _num(mean_s[s]), _num(mean_r[s])
+        parts = [(w["spearman"], sp), (w["recall"], rc)]
+        score = None if any(wt > 0 and v is None for wt, v in parts) else sum(wt * v for wt, v in parts if wt > 0)
+        out.append({"score": score, "spearman": sp, "recall": rc, **spear[s], **recs[s]})
+    return out
 
 
 def _count(n: int, noun: str) -> str:

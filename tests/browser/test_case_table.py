@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from leaderboard.core.models import CaseResult
-from leaderboard.core.services.benchmarks import benchmark_load_bundle
+from leaderboard.core.models import CaseResult, Round
+from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
+from leaderboard.core.services.rounds import round_set_status
 from leaderboard.core.services.submissions import submission_create, submission_score
 from tests.support.impact import PREDICTIONS, write_impact_bundle
 
@@ -22,17 +23,19 @@ ROWS = "table[data-case-table] tbody tr"
 
 @pytest.fixture
 def scored_impact(transactional_db, tmp_path):
-    """A small impact benchmark and one scored submission of ``ada``; her visible per-case rows."""
+    """A small impact benchmark, closed and revealed, and one scored submission of ``ada``; her per-case rows."""
     benchmark = benchmark_load_bundle(write_impact_bundle(tmp_path / "impact")).benchmark
     user = get_user_model().objects.create_user("ada", password=PASSWORD)
     sub = submission_create(user=user, benchmark=benchmark, predictions=PREDICTIONS).submission
     submission_score(submission_id=sub.pk)  # a no-op when the eager task already scored it on commit
     sub.refresh_from_db()
     assert sub.status == "scored", sub.status_reason
-    # What the page must show: the public rows (the private split is not revealed).
-    rows = list(CaseResult.objects.filter(submission=sub, split="public").order_by("case__position")
+    # Submissions closed and the private split revealed: every row shows its truth.
+    round_set_status(round_=Round.objects.get(benchmark=benchmark), status="closed")
+    benchmark_reveal(benchmark=benchmark)
+    rows = list(CaseResult.objects.filter(submission=sub).order_by("case__position")
                 .values_list("data", flat=True))
-    assert len(rows) == 7
+    assert len(rows) == 8
     return benchmark, sub, rows
 
 
@@ -68,19 +71,19 @@ def test_case_table_filters_sorts_and_opens_a_case(live_server, page, scored_imp
     filters.wait_for(state="visible")  # shown by the script
     count = page.locator("[data-role=count]")
     assert _visible_ids(page) == [r["case_id"] for r in rows]
-    assert count.inner_text() == "7 rows"
+    assert count.inner_text() == "8 rows"
 
     # Wrong only: the rows whose exact_match is false.
     page.check("input[data-filter-key=exact_match]")
     wrong = [r["case_id"] for r in rows if not r["exact_match"]]
     assert _visible_ids(page) == wrong == ["c1", "c3", "c5", "c7"]
-    assert count.inner_text() == f"Showing {len(wrong)} of 7 rows"
+    assert count.inner_text() == f"Showing {len(wrong)} of 8 rows"
 
     # ... and the actual direction negative.
     page.select_option("select[data-filter-key=actual_direction]", "negative")
     expected = [r["case_id"] for r in rows if not r["exact_match"] and r["actual_direction"] == "negative"]
     assert _visible_ids(page) == expected == ["c5", "c7"]
-    assert count.inner_text() == "Showing 2 of 7 rows"
+    assert count.inner_text() == "Showing 2 of 8 rows"
 
     # A predicted direction no wrong negative row has: nothing left, and the page says so.
     page.select_option("select[data-filter-key=predicted_direction]", "positive")
@@ -89,13 +92,13 @@ def test_case_table_filters_sorts_and_opens_a_case(live_server, page, scored_imp
 
     # Clear, then a confidence range (rows without a confidence fall outside any range).
     page.click("form[data-role=filters] button[type=reset]")
-    page.wait_for_function("() => document.querySelector('[data-role=count]').innerText === '7 rows'")
+    page.wait_for_function("() => document.querySelector('[data-role=count]').innerText === '8 rows'")
     page.fill("input[data-filter-key=confidence-min]", "0.6")
     page.fill("input[data-filter-key=confidence-max]", "0.9")
     expected = [r["case_id"] for r in rows if r["confidence"] is not None and 0.6 <= r["confidence"] <= 0.9]
     assert _visible_ids(page) == expected == ["c1", "c2", "c4"]
     page.click("form[data-role=filters] button[type=reset]")
-    page.wait_for_function("() => document.querySelector('[data-role=count]').innerText === '7 rows'")
+    page.wait_for_function("() => document.querySelector('[data-role=count]').innerText === '8 rows'")
 
     # Sort by a numeric column, both ways; the header says which way.
     header = page.locator("table[data-case-table] th", has_text="adjusted_score")
@@ -111,7 +114,7 @@ def test_case_table_filters_sorts_and_opens_a_case(live_server, page, scored_imp
     # Categories sort in their order (very_negative .. very_positive), not alphabetically.
     page.locator("table[data-case-table] th", has_text="actual_impact").locator("button").click()
     assert _column(page, "actual_impact") == ["very_negative", "negative", "slightly_negative", "neutral",
-                                              "slightly_positive", "positive", "very_positive"]
+                                              "slightly_positive", "positive", "positive", "very_positive"]
     # Missing confidences go last.
     page.locator("table[data-case-table] th", has_text="confidence").locator("button").click()
     assert _column(page, "confidence")[-1] == "–"

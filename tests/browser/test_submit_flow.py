@@ -37,12 +37,12 @@ def benchmark_with_baselines(transactional_db, tmp_path):
     benchmark = benchmark_load_bundle(bundle).benchmark
     files = demo.baseline_submissions(bundle)
     owner = get_user_model().objects.create_user("baselines")
-    for label in ("random", "sequence-length heuristic"):
+    for label in ("random", "CDR-H3 length heuristic"):
         entrant = Entrant.objects.create(owner=owner, name=f"baseline-{label}")
         sub = submission_create(user=owner, benchmark=benchmark, data=files[label], filename="baseline.csv",
                                 entrant=entrant.pk).submission
         assert submission_score(submission_id=sub.pk) == "scored"
-    return benchmark, files["ridge-like noisy oracle"]
+    return benchmark, files["composition least squares"]
 
 
 def _malformed(valid: bytes) -> tuple[bytes, str, str]:

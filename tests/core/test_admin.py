@@ -44,6 +44,14 @@ def test_admin_truth_upload_makes_a_version_and_rescores(client, users, mini_ben
 def test_admin_reveal_and_rescore_actions(client, users, mini_benchmark, django_capture_on_commit_callbacks):
     sub = _scored(mini_benchmark, users["owner"], django_capture_on_commit_callbacks)
     client.force_login(users["organiser"])
+    # Refused while submissions are open, with the reason; then the round is closed and it works.
+    resp = client.post("/admin/core/benchmark/", {"action": "reveal_private", "_selected_action": [mini_benchmark.pk]},
+                       follow=True)
+    assert "not revealed: submissions to Mini Props are open with no deadline" in resp.content.decode()
+    assert not Benchmark.objects.get().private_revealed
+    round_ = Round.objects.get(benchmark=mini_benchmark)
+    resp = client.post("/admin/core/round/", {"action": "close_rounds", "_selected_action": [round_.pk]}, follow=True)
+    assert "is now closed" in resp.content.decode()
     client.post("/admin/core/benchmark/", {"action": "reveal_private", "_selected_action": [mini_benchmark.pk]})
     assert Benchmark.objects.get().private_revealed
     assert client.get("/api/benchmarks/mini-props/leaderboard/").json()["split"] == "private"

@@ -9,8 +9,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from leaderboard.core.models import Submission
+from leaderboard.core.models import Round, Submission
 from leaderboard.core.services.benchmarks import benchmark_reveal
+from leaderboard.core.services.rounds import round_set_status
 from tests.conftest import MINI_ROWS, submission_csv
 
 GOOD = submission_csv(MINI_ROWS)
@@ -155,26 +156,38 @@ def test_api_benchmark_detail_and_list(mini_benchmark):
     assert client.get("/api/benchmarks/nope/").status_code == 404
 
 
-def test_api_case_rows_hidden_until_reveal_for_a_hidden_test_set(mini_benchmark, users, api_for,
-                                                                  django_capture_on_commit_callbacks):
+def test_api_case_rows_show_truth_after_close_and_reveal(mini_benchmark, users, api_for,
+                                                         django_capture_on_commit_callbacks):
     client = api_for("owner")
     with django_capture_on_commit_callbacks(execute=True):
         sub_id = client.post(f"/api/benchmarks/{mini_benchmark.slug}/submissions/",
                              {"file": SimpleUploadedFile("p.csv", GOOD)}, format="multipart").json()["id"]
     assert client.get(f"/api/submissions/{sub_id}/").json()["status"] == "scored"
-    assert client.get(f"/api/submissions/{sub_id}/cases/").json() == []
+
+    def rows():
+        return {r["case_id"]: r for r in client.get(f"/api/submissions/{sub_id}/cases/").json()}
+
+    # Open: every row the prediction only.
+    assert {tuple(r) for r in rows().values()} == {("case_id", "split", "fold", "predicted:A", "predicted:B")}
+    assert {r["split"] for r in rows().values()} == {"test"}
+    round_set_status(round_=Round.objects.get(benchmark=mini_benchmark), status="closed")
+    by_split = {}
+    for r in rows().values():
+        by_split.setdefault(r["split"], []).append(r)
+    assert len(by_split["public"]) == 7 and all("actual:A" in r for r in by_split["public"])
+    assert len(by_split["test"]) == 3 and not any("actual:A" in r for r in by_split["test"])
     benchmark_reveal(benchmark=mini_benchmark)
-    rows = client.get(f"/api/submissions/{sub_id}/cases/").json()
-    assert sorted(r["case_id"] for r in rows) == sorted(r["sequence_id"] for r in MINI_ROWS)
+    assert sorted((r["split"], "actual:A" in r) for r in rows().values()) == (
+        [("private", True)] * 3 + [("public", True)] * 7)
     csv_text = client.get(f"/api/submissions/{sub_id}/cases/", {"format": "csv"}).content.decode()
     assert csv_text.splitlines()[0].startswith("case_id")
 
 
 def test_api_cases_list_shows_no_truth(mini_benchmark):
     rows = APIClient().get(f"/api/benchmarks/{mini_benchmark.slug}/cases/").json()
-    assert rows[0] == {"case_id": "ab00", "fold": 0}
+    assert rows[0] == {"case_id": "ab00", "split": "test", "fold": 0}
     text = APIClient().get(f"/api/benchmarks/{mini_benchmark.slug}/cases/", {"format": "csv"}).content.decode()
-    assert text.splitlines()[:2] == ["case_id,fold", "ab00,0"]
+    assert text.splitlines()[:2] == ["case_id,split,fold", "ab00,test,0"]
 
 
 def test_api_schema_is_openapi3_and_docs_need_no_cdn(db):

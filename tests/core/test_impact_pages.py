@@ -3,6 +3,8 @@ per-case debug table, the case page, the cases list and the leaderboard with its
 
 Expected values are worked by hand from DESIGN.md's formula on the cases and predictions of
 tests/support/impact.py (every market cap is $1B, so the adjusted score is percent_change / 5).
+The public split's per-case truth shows once submissions are closed (``closed``), the private
+split's once it is revealed too; before, its rows carry the prediction only.
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from leaderboard.core.models import Score
-from leaderboard.core.services.benchmarks import benchmark_load_bundle
+from leaderboard.core.models import Round, Score
+from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
+from leaderboard.core.services.rounds import round_set_status
 from leaderboard.core.services.submissions import submission_create, submission_score
 from tests.support.impact import CASES, PREDICTIONS, write_impact_bundle
 
@@ -43,6 +46,14 @@ def scored(user, benchmark, predictions=PREDICTIONS):
     assert submission_score(submission_id=sub.pk) == "scored"
     sub.refresh_from_db()
     return sub
+
+
+def closed(benchmark, *, reveal=False):
+    """Close the benchmark's round (the organiser's round_close), and reveal the private split if asked."""
+    round_set_status(round_=Round.objects.get(benchmark=benchmark), status="closed")
+    if reveal:
+        benchmark_reveal(benchmark=benchmark)
+    benchmark.refresh_from_db()
 
 
 class Page(HTMLParser):
@@ -98,6 +109,7 @@ class Page(HTMLParser):
 
 def test_impact_submission_page_shows_the_matrix_with_totals(client, impact, users):
     sub = scored(users["owner"], impact)
+    closed(impact)
     client.force_login(users["owner"])
     page = Page(client.get(f"/submissions/{sub.pk}/").content.decode())
 
@@ -129,6 +141,7 @@ def test_impact_submission_page_shows_the_matrix_with_totals(client, impact, use
 
 def test_impact_submission_page_shows_calibration_and_metrics(client, impact, users):
     sub = scored(users["owner"], impact)
+    closed(impact)
     client.force_login(users["owner"])
     html = client.get(f"/submissions/{sub.pk}/").content.decode()
     page = Page(html)
@@ -152,8 +165,30 @@ def test_impact_submission_page_shows_calibration_and_metrics(client, impact, us
     assert Page.text(Page.within(page.find("tr", data_metric="directional_accuracy")[0], "td")[0]) == "71.4"
 
 
+def test_impact_submission_page_while_open_shows_predictions_only(client, impact, users):
+    sub = scored(users["owner"], impact)
+    client.force_login(users["owner"])
+    html = client.get(f"/submissions/{sub.pk}/").content.decode()
+    page = Page(html)
+    table = page.find("table", data_case_table=True)[0]
+    headers = [Page.text(th) for th in Page.within(table, "th")]
+    assert headers == ["case_id", "split", "predicted_impact", "confidence", "predicted_score", "predicted_direction"]
+    body = [[Page.text(td) for td in Page.within(tr, "td")] for tr in Page.within(table, "tr")[1:]]
+    assert [r[0] for r in body] == [f"c{i}" for i in range(1, 9)]
+    assert {r[1] for r in body} == {"test"}  # neither truth nor which split ranks it
+    assert not page.find("table", class_="confusion") and not page.find("svg", class_="reliability")
+    assert Page.text(page.find("p", data_role="hidden-rows")[0]).startswith("8 cases marked test show your prediction only")
+    for leak in ("actual_impact", "actual_direction", "adjusted_score", "percent_change", "direction_correct",
+                 "close_match", ">exact_match<", 'data-filter-key="exact_match"'):
+        assert leak not in html, leak
+    assert "very_positive" not in Page.text(table)  # c1's actual category
+    # The public score is an aggregate over 7 cases (above the minimum of 3): it is shown.
+    assert Page.text(Page.within(page.find("tr", data_metric="exact_match_accuracy")[0], "td")[0]).startswith("42.9")
+
+
 def test_impact_submission_page_debug_table_has_the_rows_and_filters(client, impact, users):
     sub = scored(users["owner"], impact)
+    closed(impact)
     client.force_login(users["owner"])
     html = client.get(f"/submissions/{sub.pk}/").content.decode()
     page = Page(html)
@@ -161,19 +196,21 @@ def test_impact_submission_page_debug_table_has_the_rows_and_filters(client, imp
     headers = [Page.text(th) for th in Page.within(table, "th")]
     assert headers[:4] == ["case_id", "split", "predicted_impact", "actual_impact"]
     body = [Page.within(tr, "td") for tr in Page.within(table, "tr")[1:]]
-    assert [Page.text(r[0]) for r in body] == ["c1", "c2", "c3", "c4", "c5", "c6", "c7"]  # no private row
+    assert [Page.text(r[0]) for r in body] == ["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"]
     links = [Page.within(r[0], "a")[0]["attrs"]["href"] for r in body]
-    assert links == [f"/b/catalysts/cases/c{i}/?submission={sub.pk}" for i in range(1, 8)]
+    assert links == [f"/b/catalysts/cases/c{i}/?submission={sub.pk}" for i in range(1, 9)]
     col = {h: i for i, h in enumerate(headers)}
+    # The private case waits for the reveal: its prediction only, labelled test.
+    assert Page.text(body[7][col["split"]]) == "test" and Page.text(body[7][col["actual_impact"]]) == "–"
     wrong = [Page.text(r[0]) for r in body if r[col["exact_match"]]["attrs"]["data-f"] == "false"]
     assert wrong == WRONG_PUBLIC
     # Sort keys: categories by their order, not alphabetically; an absent confidence sorts as empty.
-    assert [r[col["actual_impact"]]["attrs"]["data-v"] for r in body] == ["6", "1", "3", "4", "0", "5", "2"]
+    assert [r[col["actual_impact"]]["attrs"]["data-v"] for r in body] == ["6", "1", "3", "4", "0", "5", "2", ""]
     assert body[6][col["confidence"]]["attrs"]["data-v"] == ""
     assert [th["attrs"]["data-type"] for th in Page.within(table, "th")][col["adjusted_score"]] == "number"
 
     controls = {el["attrs"]["data-filter-key"]: el for el in page.find(data_filter_key=True)}
-    assert set(controls) == {"exact_match", "actual_direction", "predicted_direction", "actual_impact",
+    assert set(controls) == {"exact_match", "split", "actual_direction", "predicted_direction", "actual_impact",
                              "predicted_impact", "confidence-min", "confidence-max"}
     assert controls["exact_match"]["attrs"]["type"] == "checkbox" and controls["exact_match"]["attrs"]["value"] == "false"
     options = [Page.text(o) for o in Page.within(controls["actual_impact"], "option")]
@@ -184,15 +221,13 @@ def test_impact_submission_page_debug_table_has_the_rows_and_filters(client, imp
     # The CSV link answers with the same rows for the session.
     csv_rows = list(csv.DictReader(io.StringIO(client.get(f"/api/submissions/{sub.pk}/cases/?format=csv")
                                                .content.decode())))
-    assert [r["case_id"] for r in csv_rows] == ["c1", "c2", "c3", "c4", "c5", "c6", "c7"]
+    assert [r["case_id"] for r in csv_rows] == [f"c{i}" for i in range(1, 9)]
+    assert csv_rows[7]["split"] == "test" and csv_rows[7]["actual_impact"] == ""
 
 
 def test_impact_submission_page_shows_the_private_split_after_reveal(client, impact, users):
-    from django.utils import timezone
-
     sub = scored(users["owner"], impact)
-    impact.private_revealed_at = timezone.now()
-    impact.save()
+    closed(impact, reveal=True)
     client.force_login(users["owner"])
     page = Page(client.get(f"/submissions/{sub.pk}/").content.decode())
     assert [t["attrs"]["data-split"] for t in page.find("table", class_="confusion")] == ["public", "private"]
@@ -228,33 +263,60 @@ def test_impact_case_page_shows_redacted_text_not_the_original(client, impact, u
     assert client.get("/b/catalysts/cases/nope/").status_code == 404
 
 
-def test_impact_case_page_never_shows_truth_of_a_private_case(client, impact, users):
+def _case_row(html: str) -> dict:
+    tables = Page(html).find("table", class_="table compact case-row-table")
+    row_table = [t for t in tables if t["parent"]["attrs"].get("id") == "submission-row"]
+    return {Page.text(tr["children"][0]): Page.text(tr["children"][1]) for tr in Page.within(row_table[0], "tr")}
+
+
+def test_impact_case_page_follows_the_no_leak_rule(client, impact, users):
     sub = scored(users["owner"], impact)
     client.force_login(users["owner"])
-    html = client.get(f"/b/catalysts/cases/c8/?submission={sub.pk}").content.decode()
-    assert f"Submission <a href=\"/submissions/{sub.pk}/#cases\">#{sub.pk}</a>" in html
-    assert 'data-role="no-row"' in html
-    for truth in ("actual_impact", "adjusted_score", "percent_change", "2.0000", "10.0000", "exact_match"):
-        assert truth not in html, truth
-    assert "public" not in Page(html).text(Page(html).find("main")[0]).split("Submission")[0]  # no split shown
-    # A public case, resolved: the same row as the debug table, truth included.
-    page = Page(client.get(f"/b/catalysts/cases/c1/?submission={sub.pk}").content.decode())
-    row = {Page.text(tr["children"][0]): Page.text(tr["children"][1])
-           for tr in Page.within(page.find("table", class_="table compact case-row-table")[0], "tr")}
+    truth_words = ("actual_impact", "adjusted_score", "percent_change", "exact_match", "direction_correct")
+    # Open: a ranked case (public c1, private c8) shows the prediction only, labelled test.
+    for cid, predicted in (("c1", "positive"), ("c8", "positive")):
+        html = client.get(f"/b/catalysts/cases/{cid}/?submission={sub.pk}").content.decode()
+        assert f"Submission <a href=\"/submissions/{sub.pk}/#cases\">#{sub.pk}</a>" in html
+        assert _case_row(html) == {"split": "test", "predicted_impact": predicted,
+                                   "confidence": "0.9000" if cid == "c1" else "1.0000", "predicted_score": "–",
+                                   "predicted_direction": "positive"}
+        assert 'data-role="prediction-only"' in html and 'data-role="truth"' not in html
+        for word in truth_words:
+            assert word not in html, (cid, word)
+        split_tag = Page(html).find("span", data_role="split")[0]
+        assert Page.text(split_tag) == "test"  # which ranked split it is stays hidden too
+    # A dev case shows its truth to anyone, submission or not.
+    dev = client.get("/b/catalysts/cases/d1/").content.decode()
+    truth = {Page.text(tr["children"][0]): Page.text(tr["children"][1])
+             for tr in Page.within(Page(dev).find("section", data_role="truth")[0], "tr")}
+    assert truth == {"percent_change": "15.0000", "market_cap": "1,000,000,000", "adjusted_score": "3.0000",
+                     "actual_impact": "positive"}
+    # Closed: the public case's row and truth; the private case waits for the reveal.
+    closed(impact)
+    html = client.get(f"/b/catalysts/cases/c1/?submission={sub.pk}").content.decode()
+    row = _case_row(html)
     assert row["actual_impact"] == "very_positive" and row["adjusted_score"] == "4.0000"
-    assert row["exact_match"] == "no" and row["predicted_impact"] == "positive"
-    # Not to staff either, nor after the reveal: the case page never shows truth of a private case.
-    from django.utils import timezone
-
-    impact.private_revealed_at = timezone.now()
-    impact.save()
-    client.force_login(users["organiser"])
-    staff = client.get(f"/b/catalysts/cases/c8/?submission={sub.pk}").content.decode()
-    assert 'data-role="no-row"' in staff and "actual_impact" not in staff and "10.0000" not in staff
+    assert row["exact_match"] == "no" and row["predicted_impact"] == "positive" and row["split"] == "public"
+    assert 'data-role="truth"' in html
+    html = client.get(f"/b/catalysts/cases/c8/?submission={sub.pk}").content.decode()
+    assert _case_row(html)["split"] == "test" and "actual_impact" not in html and "10.0000" not in html
+    # Revealed: the private case too.
+    benchmark_reveal(benchmark=impact)
+    html = client.get(f"/b/catalysts/cases/c8/?submission={sub.pk}").content.decode()
+    row = _case_row(html)
+    assert row["split"] == "private" and row["actual_impact"] == "positive" and row["exact_match"] == "yes"
     # Someone else's submission id shows nothing of it.
     client.force_login(users["outsider"])
     other = client.get(f"/b/catalysts/cases/c1/?submission={sub.pk}").content.decode()
-    assert "on this case" not in other and "very_positive" not in other
+    assert "on this case" not in other
+
+
+def test_impact_case_page_shows_staff_everything_while_open(client, impact, users):
+    sub = scored(users["owner"], impact)
+    client.force_login(users["organiser"])
+    html = client.get(f"/b/catalysts/cases/c8/?submission={sub.pk}").content.decode()
+    row = _case_row(html)
+    assert row["split"] == "private" and row["actual_impact"] == "positive"
 
 
 def test_impact_cases_page_links_each_case_with_a_preview(client, impact):
@@ -262,17 +324,22 @@ def test_impact_cases_page_links_each_case_with_a_preview(client, impact):
     page = Page(html)
     table = page.find("table", class_="table cases")[0]
     rows = Page.within(table, "tr")[1:]
-    assert len(rows) == 8
+    assert len(rows) == 11
     first = Page.within(rows[0], "td")
     assert Page.within(first[1], "a")[0]["attrs"]["href"] == "/b/catalysts/cases/c1/"
-    assert Page.text(first[2]) == "regex only"
-    preview = Page.text(first[3])
+    assert [Page.text(Page.within(r, "td")[2]) for r in rows] == ["test"] * 8 + ["dev"] * 3
+    assert Page.text(first[3]) == "regex only"
+    preview = Page.text(first[4])
     assert preview.endswith("…") and len(preview) <= 240  # cut: the full text is a click away
-    assert Page.within(first[3], "a")[0]["attrs"]["href"] == "/b/catalysts/cases/c1/"
+    assert Page.within(first[4], "a")[0]["attrs"]["href"] == "/b/catalysts/cases/c1/"
     assert "Acme Bio" not in html and "percent_change" not in html
-    assert 'href="?format=csv"' in html
+    assert 'href="?format=csv"' in html and 'href="/b/catalysts/training/"' in html
     rows = list(csv.DictReader(io.StringIO(client.get("/b/catalysts/cases/?format=csv").content.decode())))
     assert [r["case_id"] for r in rows] == [c[0] for c in CASES] and "[COMPANY]" in rows[0]["text"]
+    assert [r["split"] for r in rows] == ["test"] * 8 + ["dev"] * 3
+    training = list(csv.DictReader(io.StringIO(client.get("/b/catalysts/training/").content.decode())))
+    assert [(r["case_id"], r["percent_change"], r["actual_impact"]) for r in training] == [
+        ("d1", "15.0", "positive"), ("d2", "-12.5", "negative"), ("d3", "1.5", "neutral")]
 
 
 def test_impact_leaderboard_shows_the_interval_in_one_cell_and_the_entry_rule(client, impact, users):
@@ -327,12 +394,13 @@ def test_impact_pages_queries_do_not_grow_with_the_cases(client, users, tmp_path
                      _queries(client, f"/b/{slug}/"))
     assert counts[8] == counts[80], counts
     submission_page, cases_page, case_page, board = counts[80]
-    assert submission_page <= 8 and cases_page <= 6 and case_page <= 10 and board <= 10, counts
+    assert submission_page <= 10 and cases_page <= 6 and case_page <= 10 and board <= 10, counts
 
 
 def test_impact_submission_page_without_confidences_says_so(client, impact, users):
     bare = [{"case_id": p["case_id"], "predicted_impact": p["predicted_impact"]} for p in PREDICTIONS]
     sub = scored(users["owner"], impact, bare)
+    closed(impact)
     client.force_login(users["owner"])
     page = Page(client.get(f"/submissions/{sub.pk}/").content.decode())
     card = page.find("div", class_="card calibration-card")[0]
@@ -347,8 +415,10 @@ def test_properties_debug_table_is_generic(client, mini_benchmark, users):
     sub = submission_create(user=users["owner"], benchmark=mini_benchmark, data=submission_csv(MINI_ROWS),
                             filename="p.csv").submission
     submission_score(submission_id=sub.pk)
-    client.force_login(users["owner"])  # a hidden test set: no rows for the owner before the reveal
-    assert not Page(client.get(f"/submissions/{sub.pk}/").content.decode()).find("table", data_case_table=True)
+    client.force_login(users["owner"])  # while open: the owner's predictions only
+    own = Page(client.get(f"/submissions/{sub.pk}/").content.decode()).find("table", data_case_table=True)[0]
+    assert [Page.text(th) for th in Page.within(own, "th")] == ["case_id", "split", "fold", "predicted:A",
+                                                                 "predicted:B"]
     client.force_login(users["organiser"])
     page = Page(client.get(f"/submissions/{sub.pk}/").content.decode())
     table = page.find("table", data_case_table=True)[0]

@@ -40,6 +40,9 @@ PREDICTIONS = [
 # MAE over the two with a score: (|3.5-4| + |-1-(-2)|)/2 = 0.75.
 EXPECTED_PUBLIC = {"cases_evaluated": 5, "exact_match_accuracy": 40.0, "directional_accuracy": 60.0,
                    "close_accuracy": 80.0, "avg_confidence": 0.6, "mae": 0.75}
+# The same five press releases again as dev cases (truth published, never ranked): verify scores these.
+DEV_CASES = [(cid.replace("c", "e"), pct, cap, "dev") for cid, pct, cap, split in CASES if split == "public"]
+DEV_PREDICTIONS = [dict(p, case_id=p["case_id"].replace("c", "e")) for p in PREDICTIONS if p["case_id"] != "c6"]
 EXPECTED_MATRIX = {
     "positive": {"positive": 2, "neutral": 0, "negative": 0},
     "neutral": {"positive": 1, "neutral": 0, "negative": 0},
@@ -50,9 +53,7 @@ TEXT = ("BOSTON, Mass., March 3, 2025 (BUSINESS WIRE) -- Acme Bio (NASDAQ: ACME)
         "will be presented at ASCO. Contact: ir@acmebio.com")
 
 
-@pytest.fixture
-def impact_bundle(tmp_path):
-    directory = tmp_path / "impact"
+def _write_bundle(directory, cases):
     directory.mkdir()
     (directory / "benchmark.json").write_text(json.dumps({
         "slug": "catalysts", "title": "Catalysts", "kind": "impact", "description": "Test.", "daily_limit": 5,
@@ -62,11 +63,16 @@ def impact_bundle(tmp_path):
     writer = csv.writer(out)
     writer.writerow(["case_id", "text", "percent_change", "market_cap", "split", "company", "ticker", "drugs",
                      "executives"])
-    for cid, pct, cap, split in CASES:
+    for cid, pct, cap, split in cases:
         writer.writerow([cid, TEXT.replace("120", str(100 + int(abs(pct)))), pct, cap, split, "Acme Bio", "ACME",
                          "zorbimab", "Jane Roe"])
     (directory / "cases.csv").write_text(out.getvalue())
     return directory
+
+
+@pytest.fixture
+def impact_bundle(tmp_path):
+    return _write_bundle(tmp_path / "impact", CASES)
 
 
 @pytest.fixture
@@ -75,25 +81,40 @@ def impact(db, impact_bundle):
     return Benchmark.objects.get(slug="catalysts")
 
 
-def test_impact_verify_equals_the_formulas_and_saves_nothing(impact, users, api_for):
+@pytest.fixture
+def impact_dev(db, tmp_path):
+    """The benchmark with the public cases' twins in the dev split."""
+    call_command("load_benchmark", str(_write_bundle(tmp_path / "impact-dev", CASES + DEV_CASES)), stdout=StringIO())
+    return Benchmark.objects.get(slug="catalysts")
+
+
+def test_impact_verify_equals_the_formulas_and_saves_nothing(impact_dev, users, api_for):
     client = api_for("owner")
-    resp = client.post("/api/benchmarks/catalysts/verify/", {"predictions": PREDICTIONS}, format="json")
+    resp = client.post("/api/benchmarks/catalysts/verify/", {"predictions": PREDICTIONS + DEV_PREDICTIONS},
+                       format="json")
     assert resp.status_code == 200, resp.json()
     body = resp.json()
     for key, value in EXPECTED_PUBLIC.items():
         assert body["metrics"][key] == pytest.approx(value, abs=1e-9), key
     assert body["direction_confusion_matrix"] == EXPECTED_MATRIX
     results = {r["case_id"]: r for r in body["results"]}
-    assert set(results) == {"c1", "c2", "c3", "c4", "c5"}  # the private case's truth never appears
-    assert results["c5"]["actual_impact"] == "very_negative"
-    assert results["c5"]["adjusted_score"] == pytest.approx(-50 * (1 + 0.5 * np.log10(0.05)) / 5)
-    assert results["c1"] | {"exact_match": False, "close_match": True, "direction_correct": True} == results["c1"]
-    assert body["metrics"]["cases_ignored_private"] == 1
+    assert set(results) == {"e1", "e2", "e3", "e4", "e5"}  # dev cases only: no ranked case's truth appears
+    assert results["e5"]["actual_impact"] == "very_negative"
+    assert results["e5"]["adjusted_score"] == pytest.approx(-50 * (1 + 0.5 * np.log10(0.05)) / 5)
+    assert results["e1"] | {"exact_match": False, "close_match": True, "direction_correct": True} == results["e1"]
+    assert body["metrics"]["cases_ignored_test"] == 6
+    assert not any(f'"c{i}"' in resp.content.decode() for i in range(1, 7))
     assert not Submission.objects.exists()
-    assert quota_remaining(user=users["owner"], benchmark=impact) == 5
+    assert quota_remaining(user=users["owner"], benchmark=impact_dev) == 5
 
 
-def test_impact_verify_rejects_bad_rows_and_can_be_turned_off(impact, api_for):
+def test_impact_verify_without_dev_cases_says_so(impact, api_for):
+    resp = api_for("owner").post("/api/benchmarks/catalysts/verify/", {"predictions": PREDICTIONS}, format="json")
+    assert resp.status_code == 409 and "no dev cases" in resp.json()["errors"][0]["message"]
+    assert "actual_impact" not in resp.content.decode()
+
+
+def test_impact_verify_rejects_bad_rows_and_can_be_turned_off(impact_dev, api_for):
     client = api_for("owner")
     bad = [{"case_id": "c1", "predicted_impact": "sideways"}, {"case_id": "zz", "predicted_impact": "neutral"},
            {"case_id": "c2", "predicted_impact": "neutral", "confidence": 1.5}]
@@ -101,15 +122,15 @@ def test_impact_verify_rejects_bad_rows_and_can_be_turned_off(impact, api_for):
     assert resp.status_code == 400
     where = {(e["row"], e["column"]) for e in resp.json()["errors"]}
     assert {(1, "predicted_impact"), (2, "case_id"), (3, "confidence")} <= where
-    impact.config = dict(impact.config, verify_enabled=False)
-    impact.save()
+    impact_dev.config = dict(impact_dev.config, verify_enabled=False)
+    impact_dev.save()
     resp = client.post("/api/benchmarks/catalysts/verify/", {"predictions": PREDICTIONS}, format="json")
     assert resp.status_code == 403 and "verify" in resp.json()["detail"]
     assert APIClient().post("/api/benchmarks/catalysts/verify/", {"predictions": PREDICTIONS},
                             format="json").status_code == 401
 
 
-def test_impact_verify_has_its_own_rate_limit(impact, api_for, settings):
+def test_impact_verify_has_its_own_rate_limit(impact_dev, api_for, settings):
     from rest_framework.throttling import ScopedRateThrottle
 
     rates = dict(ScopedRateThrottle.THROTTLE_RATES, verify="2/min")
@@ -124,10 +145,12 @@ def test_impact_verify_has_its_own_rate_limit(impact, api_for, settings):
     assert codes == [200, 200, 429]
 
 
-def test_impact_saved_submission_scores_equal_verify(impact, users, api_for, django_capture_on_commit_callbacks):
+def test_impact_saved_submission_scores_equal_verify(impact_dev, users, api_for,
+                                                     django_capture_on_commit_callbacks):
     client = api_for("owner")
+    predictions = PREDICTIONS + DEV_PREDICTIONS
     with django_capture_on_commit_callbacks(execute=True):
-        resp = client.post("/api/benchmarks/catalysts/submissions/", {"predictions": PREDICTIONS}, format="json")
+        resp = client.post("/api/benchmarks/catalysts/submissions/", {"predictions": predictions}, format="json")
     assert resp.status_code == 202, resp.json()
     sub = Submission.objects.get(pk=resp.json()["id"])
     assert sub.status == "scored", sub.status_reason
@@ -138,8 +161,14 @@ def test_impact_saved_submission_scores_equal_verify(impact, users, api_for, dja
     assert public["exact_match_ci_low"] <= 40.0 <= public["exact_match_ci_high"]
     private = dict(Score.objects.filter(submission=sub, split="private").values_list("metric", "value"))
     assert private["exact_match_accuracy"] == 100.0 and private["cases_evaluated"] == 1
+    dev = dict(Score.objects.filter(submission=sub, split="dev").values_list("metric", "value"))
+    verified = client.post("/api/benchmarks/catalysts/verify/", {"predictions": predictions}, format="json").json()
+    for key in EXPECTED_PUBLIC:
+        assert dev[key] == pytest.approx(verified["metrics"][key], abs=1e-12), key
     rows = client.get(f"/api/submissions/{sub.pk}/cases/").json()
-    assert {r["case_id"] for r in rows} == {"c1", "c2", "c3", "c4", "c5"}  # private rows wait for the reveal
+    # While open: dev rows whole; every ranked row the prediction only, labelled test.
+    assert [(r["case_id"], r["split"], "actual_impact" in r) for r in rows] == (
+        [(f"c{i}", "test", False) for i in range(1, 7)] + [(f"e{i}", "dev", True) for i in range(1, 6)])
 
 
 def test_impact_leaderboard_needs_the_minimum_of_predictions(impact, users, api_for,
@@ -166,7 +195,8 @@ def test_impact_cases_show_redacted_text_never_truth_or_identifiers(impact):
         assert number in text, number
     assert "[COMPANY]" in text and "[DRUG]" in text
     assert rows[0]["redaction"] == "regex only"
-    assert set(rows[0]) == {"case_id", "text", "redaction"}
+    assert set(rows[0]) == {"case_id", "split", "text", "redaction"}
+    assert {r["split"] for r in rows} == {"test"}  # public or private is not said while open
     case = Case.objects.get(external_id="c1")
     assert "Acme Bio" in case.private["original_text"]
     assert any(r["stage"] == "regex_pre" for r in case.private["deid"]["replacements"])

@@ -143,7 +143,7 @@ def test_pages_example_file_and_cases_download(client, mini_benchmark, users):
     assert upload.status_code == 302, "the example file must itself be a valid submission"
     cases = client.get("/b/mini-props/cases/")
     assert cases.status_code == 200 and "ab09" in cases.content.decode()
-    assert client.get("/b/mini-props/cases/?format=csv").content.decode().startswith("case_id,fold")
+    assert client.get("/b/mini-props/cases/?format=csv").content.decode().startswith("case_id,split,fold")
 
 
 def test_pages_admin_lists_every_model(client, users, mini_benchmark):

@@ -42,6 +42,15 @@ def test_round_resolve_needs_final_truth_and_is_final(weekly):
         round_set_status(round_=weekly, status="open")
 
 
-def test_round_permanent_round_never_closes(mini_benchmark):
-    with pytest.raises(SubmissionRejected, match="permanent"):
-        round_set_status(round_=Round.objects.get(benchmark=mini_benchmark), status="closed")
+def test_round_permanent_round_closes_and_never_reopens(mini_benchmark, users):
+    permanent = Round.objects.get(benchmark=mini_benchmark)
+    round_set_status(round_=permanent, status="closed")
+    permanent.refresh_from_db()
+    assert permanent.status == "closed" and permanent.closes_at is not None
+    with pytest.raises(SubmissionRejected) as info:
+        submission_create(user=users["owner"], benchmark=mini_benchmark, data=submission_csv(MINI_ROWS),
+                          filename="p.csv")
+    assert info.value.status == 409
+    assert f"closed at {permanent.closes_at:%Y-%m-%d %H:%M} UTC" in info.value.errors[0].message
+    with pytest.raises(SubmissionRejected, match="stays closed"):
+        round_set_status(round_=permanent, status="open")

@@ -12,6 +12,7 @@ from scipy.stats import spearmanr
 from leaderboard.core.models import LeaderboardRow, Score, Submission, TruthVersion
 from leaderboard.core.quota import quota_remaining
 from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
+from leaderboard.core.services.rounds import round_set_status
 from leaderboard.core.services.submissions import (
     submission_create,
     submission_score,
@@ -101,6 +102,7 @@ def test_private_ranking_uses_selected_submission_after_reveal(mini_benchmark, u
     assert public["rows"][1]["submission_id"] == tricky.pk  # best public of member (ties go to the earlier)
 
     submission_select(submission=lower, user=users["member"])
+    round_set_status(round_=lower.round, status="closed")
     benchmark_reveal(benchmark=mini_benchmark)
     private = client.get(url).json()
     assert private["split"] == "private"

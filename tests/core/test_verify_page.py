@@ -1,4 +1,5 @@
-"""The dry run in the browser form: metrics and per-case results of a file, nothing saved or counted."""
+"""The dry run in the browser form: metrics and per-case results of a file's dev cases, nothing saved or counted,
+nothing shown of a ranked case."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from leaderboard.core.models import Submission
 from leaderboard.core.quota import quota_remaining
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
-from tests.support.impact import PREDICTIONS, write_impact_bundle
+from tests.support.impact import DEV_PREDICTIONS, PREDICTIONS, write_impact_bundle
 
 
 @pytest.fixture
@@ -24,13 +25,15 @@ def _upload(predictions) -> SimpleUploadedFile:
 def test_verify_page_shows_metrics_and_cases_and_saves_nothing(client, impact, users):
     client.force_login(users["owner"])
     assert "Check without submitting" in client.get(f"/b/{impact.slug}/submit/").content.decode()
-    resp = client.post(f"/b/{impact.slug}/verify/", {"file": _upload(PREDICTIONS)})
+    resp = client.post(f"/b/{impact.slug}/verify/", {"file": _upload(PREDICTIONS + DEV_PREDICTIONS)})
     assert resp.status_code == 200
     html = resp.content.decode()
-    # Seven public cases: exact c2, c4, c6 -> 3 of 7 = 42.9%; c8 is private and ignored.
-    assert "42.9" in html
-    assert "7 cases evaluated, 1 prediction of private cases ignored" in html
-    assert ">c7<" in html and ">c8<" not in html
+    # Three dev cases: d1 and d3 exact -> 2 of 3 = 66.7%; the eight ranked predictions are ignored.
+    assert "66.7" in html
+    assert "3 dev cases evaluated, 8 predictions of ranked cases ignored" in " ".join(html.split())
+    assert ">d1<" in html and ">d3<" in html
+    for ranked in ("c1", "c7", "c8"):
+        assert f">{ranked}<" not in html, ranked
     assert "Nothing was saved" in html
     assert not Submission.objects.exists()
     assert quota_remaining(user=users["owner"], benchmark=impact) == impact.daily_limit
@@ -38,7 +41,7 @@ def test_verify_page_shows_metrics_and_cases_and_saves_nothing(client, impact, u
 
 def test_verify_page_lists_problems_by_row(client, impact, users):
     client.force_login(users["owner"])
-    bad = [{"case_id": "c1", "predicted_impact": "up"}, {"case_id": "nope", "predicted_impact": "neutral"}]
+    bad = [{"case_id": "d1", "predicted_impact": "up"}, {"case_id": "nope", "predicted_impact": "neutral"}]
     resp = client.post(f"/b/{impact.slug}/verify/", {"file": _upload(bad)})
     assert resp.status_code == 400
     html = resp.content.decode()

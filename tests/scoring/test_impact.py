@@ -304,9 +304,18 @@ def test_leaderboard_eligible_needs_min_predictions():
     assert KIND.leaderboard_eligible({"cases_evaluated": 3}, {"min_predictions": 3})
 
 
-def test_verify_public_only():
+def _dev_cases():
+    """The cases above with c1..c5 in the dev split (truth shown, never ranked), c8 public, c6 and c7 private."""
     cases, truth = _cases()
-    out = verify(_submission(cases), cases, truth, {})
+    return CaseSet([Case(c.case_id, "dev" if c.case_id in ("c1", "c2", "c3", "c4", "c5") else c.split, c.public)
+                    for c in cases.cases]), truth
+
+
+def test_verify_scores_dev_cases_only():
+    cases, truth = _dev_cases()
+    preds = json.loads(KIND.canonical_bytes(_submission(cases)))["predictions"]
+    preds.append({"case_id": "c8", "predicted_impact": "neutral"})  # a public case: exact, but ignored
+    out = verify(KIND.parse_json_predictions(preds, cases=cases, config={}), cases, truth, {})
     assert set(out) == {"metrics", "results", "direction_confusion_matrix"}
     m = out["metrics"]
     assert m["cases_evaluated"] == 5
@@ -315,14 +324,42 @@ def test_verify_public_only():
     assert m["close_accuracy"] == pytest.approx(80.0)
     assert m["avg_confidence"] == pytest.approx(0.7)
     assert m["mae"] == pytest.approx(0.75)
-    assert m["cases_ignored_private"] == 1
+    assert m["coverage"] == pytest.approx(100.0)
+    assert m["cases_ignored_test"] == 2  # c6 (private) and c8 (public)
     assert [r["case_id"] for r in out["results"]] == ["c1", "c2", "c3", "c4", "c5"]
-    assert "c6" not in json.dumps(out)  # nothing about the private case leaks
+    text = json.dumps(out)
+    assert "c6" not in text and "c8" not in text  # nothing about a ranked case
     first = out["results"][0]
     for key in ("case_id", "predicted_impact", "actual_impact", "percent_change", "exact_match", "close_match",
                 "direction_correct"):
         assert key in first
     assert out["direction_confusion_matrix"]["neutral"]["positive"] == 1
+
+
+def test_verify_without_dev_cases_scores_nothing():
+    cases, truth = _cases()  # public and private only
+    out = verify(_submission(cases), cases, truth, {})
+    assert out["results"] == [] and out["metrics"]["cases_evaluated"] == 0
+    assert out["metrics"]["cases_ignored_test"] == 6 and out["metrics"]["coverage"] is None
+
+
+def test_score_includes_the_dev_split_and_training_rows_carry_the_labels():
+    cases, truth = _dev_cases()
+    result = KIND.score(_submission(cases), cases=cases, truth=truth, config={})
+    assert set(result.metrics) == {"dev", "public", "private"}
+    assert result.metrics["dev"]["exact_match_accuracy"] == pytest.approx(40.0)
+    assert KIND.splits == ("public", "private")  # dev never ranks
+    rows = KIND.training_rows(cases.in_splits(("dev",)), truth, {})
+    assert [r["case_id"] for r in rows] == ["c1", "c2", "c3", "c4", "c5"]
+    assert rows[0] == {"case_id": "c1", "text": "press release c1", "percent_change": 10.0, "market_cap": 1e9,
+                       "adjusted_score": 2.0, "actual_impact": "positive"}
+
+
+def test_prediction_only_rows_keep_no_truth_or_correctness():
+    cases, truth = _cases()
+    row = {r["case_id"]: r for r in KIND.score(_submission(cases), cases=cases, truth=truth, config={}).cases}["c1"]
+    assert KIND.prediction_only(row) == {"case_id": "c1", "split": "public", "predicted_impact": "positive",
+                                         "confidence": 0.9, "predicted_score": 2.5, "predicted_direction": "positive"}
 
 
 def test_verify_omits_mae_without_scores_and_can_be_disabled():

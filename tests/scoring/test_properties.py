@@ -199,6 +199,7 @@ def test_config_defaults_and_recall_defaults_to_direction():
             {"name": "Tm2", "higher_is_better": True, "recall": True},
             {"name": "HIC", "higher_is_better": False, "recall": False},
         ],
+        "inputs": [],
         "weights": {"spearman": 0.6, "recall": 0.4},
         "recall_fraction": 0.1,
         "max_upload_bytes": 10485760,
@@ -466,7 +467,7 @@ def test_bundle_errors_name_file_row_and_column():
     assert errors == [
         ("cases.csv", 3, "sequence_id", "duplicate sequence_id 'x1' (first seen in row 2)"),
         ("cases.csv", 4, "fold", "fold must be an integer, got 'one'"),
-        ("cases.csv", 5, "split", "split must be 'public' or 'private', got 'hidden'"),
+        ("cases.csv", 5, "split", "split must be 'dev', 'public' or 'private', got 'hidden'"),
         ("cases.csv", 6, "A", "'abc' is not a finite number; leave the cell empty for a value not measured"),
         ("cases.csv", 6, "B", "'nan' is not a finite number; leave the cell empty for a value not measured"),
         ("cases.csv", 7, None, "row has 4 fields but the header has 5"),
@@ -479,6 +480,77 @@ def test_bundle_missing_and_extra_columns():
         ("cases.csv", 1, "split", "missing column 'split'"),
         ("cases.csv", 1, "B", "missing column 'B'"),
     ]
+
+
+def test_bundle_inputs_are_published_with_the_case():
+    cfg = KIND.validate_config(dict(CFG, inputs=["heavy_sequence", "light_sequence"]))
+    b = KIND.parse_bundle({"cases.csv": b"sequence_id,fold,split,heavy_sequence,light_sequence,A,B\n"
+                                        b"x1,0,dev,EVQLVES,DIQMTQ,1.5,2\nx2,1,public,QVQLQE,EIVLTQ,2,7\n"}, cfg)
+    assert [(c.case_id, c.split, c.public) for c in b.cases.cases] == [
+        ("x1", "dev", {"fold": 0, "heavy_sequence": "EVQLVES", "light_sequence": "DIQMTQ"}),
+        ("x2", "public", {"fold": 1, "heavy_sequence": "QVQLQE", "light_sequence": "EIVLTQ"}),
+    ]
+    assert b.truth.values["x1"] == {"A": 1.5, "B": 2.0}  # inputs are never truth
+    assert KIND.training_rows(b.cases.in_splits(("dev",)), b.truth, cfg) == [
+        {"case_id": "x1", "fold": 0, "heavy_sequence": "EVQLVES", "light_sequence": "DIQMTQ", "A": 1.5, "B": 2.0}]
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.parse_bundle({"cases.csv": b"sequence_id,fold,split,A,B\nx1,0,dev,1,2\n"}, cfg)
+    assert [(e.row, e.column) for e in exc.value.errors] == [(1, "heavy_sequence"), (1, "light_sequence")]
+
+
+@pytest.mark.parametrize("inputs,column", [
+    ("heavy", "inputs"),
+    (["fold"], "inputs[0]"),
+    (["A"], "inputs[0]"),
+    (["h", "h"], "inputs[1]"),
+    (["a,b"], "inputs[0]"),
+    ([""], "inputs[0]"),
+])
+def test_config_inputs_are_checked(inputs, column):
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.validate_config(dict(CFG, inputs=inputs))
+    assert [e.column for e in exc.value.errors] == [column]
+
+
+DEV_CASES = CaseSet([Case(f"d{i}", "dev", {"fold": i % 2}) for i in range(1, 5)] + CASES.cases)
+DEV_TRUTH = Truth({**TRUTH.values, **{f"d{i}": {"A": float(i), "B": float(-i)} for i in range(1, 5)}})
+
+
+def dev_submission(rows: dict[str, tuple[float, float]]):
+    lines = ["sequence_id,A,B,fold"] + [f"{sid},{a},{b},{int(sid[1:]) % 2}" for sid, (a, b) in rows.items()]
+    return KIND.parse_submission("\n".join(lines).encode(), filename="s.csv", cases=DEV_CASES, config=CFG)
+
+
+def test_dev_rows_are_optional_and_scored_apart():
+    without = KIND.score(dev_submission({**PUBLIC, **PRIVATE}), cases=DEV_CASES, truth=DEV_TRUTH, config=CFG)
+    assert set(without.metrics) == {"public", "private"}
+    assert [r["case_id"] for r in without.cases] == [*PUBLIC, *PRIVATE]
+    # Three of the four dev rows: scored on those three only (A perfect, B reversed), public unchanged.
+    partial = {"d1": (1, 1), "d2": (2, 2), "d4": (4, 4)}
+    with_dev = KIND.score(dev_submission({**partial, **PUBLIC, **PRIVATE}), cases=DEV_CASES, truth=DEV_TRUTH,
+                          config=CFG)
+    assert with_dev.metrics["public"] == without.metrics["public"]
+    assert with_dev.metrics["dev"]["spearman:A"] == pytest.approx(1.0)
+    assert with_dev.metrics["dev"]["spearman:B"] == pytest.approx(-1.0)
+    assert [r["case_id"] for r in with_dev.cases] == ["d1", "d2", "d4", *PUBLIC, *PRIVATE]
+    # Scored together, submissions with different dev rows each get their own dev metrics.
+    both = KIND.score_round({"a": dev_submission({**partial, **PUBLIC, **PRIVATE}),
+                             "b": dev_submission({**PUBLIC, **PRIVATE})}, cases=DEV_CASES, truth=DEV_TRUTH, config=CFG)
+    assert both["a"].metrics == with_dev.metrics and both["b"].metrics == without.metrics
+    # A ranked row stays required; the message says the dev rows are optional.
+    with pytest.raises(ValidationFailed) as exc:
+        dev_submission({**partial, **PUBLIC})
+    assert [e.message for e in exc.value.errors][0] == "no row for sequence_id 'p1'"
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.parse_submission(b"sequence_id,A,B,fold\n", filename="s.csv", cases=DEV_CASES, config=CFG)
+    assert exc.value.errors[0].message == ("no predictions: expected one row per test sequence (8 rows), plus "
+                                           "optional rows for the 4 dev sequences")
+
+
+def test_prediction_only_rows_keep_no_truth():
+    row = KIND.score(submission({**PUBLIC, **PRIVATE}), cases=CASES, truth=TRUTH, config=CFG).cases[0]
+    assert KIND.prediction_only(row) == {"case_id": "c1", "split": "public", "fold": 1, "predicted:A": 1.0,
+                                         "predicted:B": 40.0}
 
 
 def test_bundle_without_cases_file():
@@ -511,10 +583,18 @@ def test_demo_bundle_shape(demo):
         ("Titer", True, True),
         ("PR_CHO", False, False),
     ]
+    assert meta["closes_at"] == "2030-12-31T23:59:59Z"
+    assert bundle.config["inputs"] == ["heavy_sequence", "light_sequence"]
     cases = bundle.cases.cases
-    assert len(cases) == 250 and cases[0].case_id == "ab_0001"
-    assert sum(c.split == "public" for c in cases) == 175
+    assert len(cases) == 300 and cases[0].case_id == "ab_0001"
+    assert [sum(c.split == s for c in cases) for s in ("dev", "public", "private")] == [120, 108, 72]
     assert sorted({c.public["fold"] for c in cases}) == [0, 1, 2, 3, 4]
+    # Public inputs: a heavy chain (~120 residues, ending in its J region) and a light chain (~108).
+    for c in cases:
+        assert set(c.public) == {"fold", "heavy_sequence", "light_sequence"}
+        assert 105 <= len(c.public["heavy_sequence"]) <= 140 and c.public["heavy_sequence"].endswith("TVSS")
+        assert 100 <= len(c.public["light_sequence"]) <= 115 and c.public["light_sequence"].endswith("EIK")
+        assert set(c.public["heavy_sequence"] + c.public["light_sequence"]) <= set("ACDEFGHIKLMNPQRSTVWY")
     tm2 = [v["Tm2"] for v in bundle.truth.values.values()]
     assert 55 < min(tm2) and max(tm2) < 95
     assert write_bundle(directory, seed=7) == directory
@@ -524,18 +604,18 @@ def test_demo_bundle_shape(demo):
 def test_demo_baselines_are_valid_and_improve(demo):
     directory, meta, bundle = demo
     subs = baseline_submissions(directory, 7)
-    assert list(subs) == ["random", "sequence-length heuristic", "ridge-like noisy oracle"]
+    assert list(subs) == ["random", "CDR-H3 length heuristic", "composition least squares"]
     parsed = {n: KIND.parse_submission(d, filename=f"{n}.csv", cases=bundle.cases, config=bundle.config) for n, d in subs.items()}
     results = KIND.score_round(parsed, cases=bundle.cases, truth=bundle.truth, config=bundle.config)
-    for split in ("public", "private"):
-        scores = [results[n].metrics[split]["score"] for n in subs]
-        assert scores == sorted(scores), (split, scores)
-        assert scores[2] - scores[0] > 0.3
+    for split in ("dev", "public", "private"):
+        random, heuristic, fitted = (results[n].metrics[split]["score"] for n in subs)
+        assert fitted > max(random, heuristic) and fitted - random > 0.2, (split, random, heuristic, fitted)
+    assert results["CDR-H3 length heuristic"].metrics["public"]["score"] > results["random"].metrics["public"]["score"]
 
 
 def test_demo_score_matches_an_independent_computation(demo):
     directory, meta, bundle = demo
-    data = baseline_submissions(directory, 7)["ridge-like noisy oracle"]
+    data = baseline_submissions(directory, 7)["composition least squares"]
     result = KIND.score(
         KIND.parse_submission(data, filename="o.csv", cases=bundle.cases, config=bundle.config),
         cases=bundle.cases,

@@ -1,4 +1,5 @@
-"""A small impact benchmark for page and browser tests: eight cases (one private) and predictions for them.
+"""A small impact benchmark for page and browser tests: three dev cases, seven public, one private, and
+predictions for them.
 
 Every market cap is $1B, so the multiplier is 1 and the adjusted score is percent_change / 5.
 """
@@ -24,6 +25,9 @@ CASES = [
     ("c6", 7.0, "public"),     # 1.4   positive           positive
     ("c7", -3.0, "public"),    # -0.6  slightly_negative  negative
     ("c8", 10.0, "private"),   # 2.0   positive           positive
+    ("d1", 15.0, "dev"),       # 3.0   positive           positive   (truth published: the training set)
+    ("d2", -12.5, "dev"),      # -2.5  negative           negative
+    ("d3", 1.5, "dev"),        # 0.3   neutral            neutral
 ]
 PREDICTIONS = [
     {"case_id": "c1", "predicted_impact": "positive", "confidence": 0.9},            # dir ok, not exact
@@ -34,6 +38,12 @@ PREDICTIONS = [
     {"case_id": "c6", "predicted_impact": "positive", "confidence": 0.95},           # exact
     {"case_id": "c7", "predicted_impact": "very_negative"},                          # dir ok, no confidence
     {"case_id": "c8", "predicted_impact": "positive", "confidence": 1.0},            # private, exact
+]
+# Dev cases: d1 and d3 exact, d2 in the right direction only -> 2 of 3 exact (66.7%).
+DEV_PREDICTIONS = [
+    {"case_id": "d1", "predicted_impact": "positive", "confidence": 0.8},
+    {"case_id": "d2", "predicted_impact": "very_negative", "confidence": 0.6},
+    {"case_id": "d3", "predicted_impact": "neutral", "confidence": 0.7},
 ]
 
 

@@ -44,6 +44,9 @@ class BenchmarkDetailSerializer(BenchmarkListSerializer):
     ranking_metric = serializers.CharField()
     metrics = MetricSerializer(many=True)
     current_round = RoundSerializer(allow_null=True)
+    accepting_submissions = serializers.BooleanField()
+    closes_at = serializers.DateTimeField(allow_null=True, help_text="The deadline of a static benchmark, if any.")
+    closed_reason = serializers.CharField(allow_null=True, help_text="Why no submission is accepted now (when closed).")
     private_revealed = serializers.BooleanField()
     remaining_today = serializers.IntegerField(allow_null=True)
     format = serializers.CharField(help_text="Markdown describing the submission file.")
@@ -83,6 +86,12 @@ class SubmissionAcceptedSerializer(serializers.Serializer):
     remaining_today = serializers.IntegerField()
 
 
+class StandingSerializer(serializers.Serializer):
+    split = serializers.CharField()
+    listed = serializers.BooleanField(help_text="Whether this submission is the one its entrant's row shows.")
+    reason = serializers.CharField(allow_null=True, help_text="Why not, when it is not.")
+
+
 class SubmissionSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     benchmark = serializers.CharField()
@@ -100,11 +109,14 @@ class SubmissionSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     scored_at = serializers.DateTimeField(allow_null=True)
+    leaderboard = StandingSerializer(many=True, required=False,
+                                     help_text="One submission's answer only: per leaderboard split shown, "
+                                               "listed or why not.")
     url = serializers.CharField()
 
 
 class VerifySerializer(serializers.Serializer):
     metrics = serializers.DictField(help_text="cases_evaluated, exact_match_accuracy, directional_accuracy, "
                                               "close_accuracy, avg_confidence, mae (when scores were given)")
-    results = serializers.ListField(child=serializers.DictField(), help_text="one row per public case predicted")
+    results = serializers.ListField(child=serializers.DictField(), help_text="one row per dev case predicted")
     direction_confusion_matrix = serializers.DictField(help_text="rows = actual direction, columns = predicted")

@@ -7,6 +7,7 @@ urlpatterns = [
     path("benchmarks/<slug:slug>/", views.BenchmarkDetail.as_view(), name="api-benchmark"),
     path("benchmarks/<slug:slug>/leaderboard/", views.Leaderboard.as_view(), name="api-leaderboard"),
     path("benchmarks/<slug:slug>/cases/", views.BenchmarkCases.as_view(), name="api-cases"),
+    path("benchmarks/<slug:slug>/training/", views.BenchmarkTraining.as_view(), name="api-training"),
     path("benchmarks/<slug:slug>/submissions/", views.SubmissionCreateOrList.as_view(), name="api-submissions"),
     path("benchmarks/<slug:slug>/verify/", views.Verify.as_view(), name="api-verify"),
     path("submissions/<int:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),

@@ -26,6 +26,7 @@ from leaderboard.core.services.submissions import (
     SubmissionRejected,
     submission_create,
     submission_select,
+    submissions_refusal,
     upload_read,
 )
 from leaderboard.core.services.verify import benchmark_verify
@@ -48,9 +49,10 @@ def benchmark_summary(request, b: Benchmark) -> dict:
             "url": request.build_absolute_uri(reverse("api-benchmark", args=[b.slug]))}
 
 
-def submission_dict(request, sub: Submission) -> dict:
+def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict:
+    """A submission as the API shows it; ``standing``: with ``leaderboard`` (where it stands, and why)."""
     scores = selectors.submission_scores(sub, viewer=request.user)
-    return {
+    out = {
         "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
         "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
         "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected,
@@ -59,6 +61,9 @@ def submission_dict(request, sub: Submission) -> dict:
         "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
         "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
     }
+    if standing:
+        out["leaderboard"] = selectors.submission_standing(sub, viewer=request.user)
+    return out
 
 
 class BenchmarkList(APIView):
@@ -76,6 +81,8 @@ class BenchmarkDetail(APIView):
     def get(self, request, slug):
         b = _benchmark(request, slug)
         kind = b.kind_impl
+        round_ = selectors.leaderboard_round(b)
+        refusal = submissions_refusal(b)
         data = benchmark_summary(request, b) | {
             "description": b.description,
             "config": kind.public_config(b.config),
@@ -83,6 +90,9 @@ class BenchmarkDetail(APIView):
             "metrics": [{"name": m.name, "label": m.label, "higher_is_better": m.higher_is_better}
                         for m in kind.metric_specs(b.config)],
             "current_round": _round_dict(selectors.current_round(b)),
+            "accepting_submissions": refusal is None,
+            "closes_at": round_.closes_at if round_ is not None and round_.is_permanent else None,
+            "closed_reason": refusal,
             "private_revealed": b.private_revealed,
             "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
             "format": kind.format_help(b.config),
@@ -181,7 +191,7 @@ class SubmissionCreateOrList(APIView):
 
 
 def _own_submission(request, pk) -> Submission:
-    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version")
+    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round")
     return get_object_or_404(qs, pk=pk)
 
 
@@ -190,7 +200,7 @@ class SubmissionDetail(APIView):
 
     @extend_schema(responses=s.SubmissionSerializer, summary="A submission's status and scores (owner or staff)")
     def get(self, request, pk):
-        return Response(submission_dict(request, _own_submission(request, pk)))
+        return Response(submission_dict(request, _own_submission(request, pk), standing=True))
 
 
 class SubmissionCases(APIView):
@@ -225,7 +235,7 @@ class SubmissionSelect(APIView):
 
 
 class Verify(APIView):
-    """The dry run: metrics and per-case results for public cases; nothing saved or counted."""
+    """The dry run: metrics and per-case results for the dev cases; nothing saved or counted."""
 
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [JSONParser, MultiPartParser, FormParser]
@@ -237,7 +247,7 @@ class Verify(APIView):
                  "multipart/form-data": s.SubmissionCreateSerializer},
         responses={200: s.VerifySerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer,
                    409: s.ErrorsSerializer},
-        summary="Score predictions without saving them (kind impact)",
+        summary="Score predictions of the dev cases without saving them (kind impact)",
     )
     def post(self, request, slug):
         b = _benchmark(request, slug)
@@ -262,14 +272,31 @@ class BenchmarkCases(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
         responses={200: {"type": "array", "items": {"type": "object"}}},
-        summary="The cases of the current round: ids and what participants may see, never truth",
+        summary="The cases of the current round: id, split (dev, or test while a ranked case's truth is "
+                "hidden) and the public inputs; never truth",
     )
     def get(self, request, slug):
         b = _benchmark(request, slug)
-        rows = [{"case_id": c["external_id"], **c["public"]}
-                for c in selectors.round_cases(selectors.leaderboard_round(b))]
+        rows = [{"case_id": c["external_id"], "split": c["split"], **c["public"]}
+                for c in selectors.round_cases(b, selectors.leaderboard_round(b), viewer=request.user)]
         if request.query_params.get("format") == "csv":
             return csv_response(rows, f"{b.slug}-cases.csv")
+        return Response(rows)
+
+
+class BenchmarkTraining(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
+        responses={200: {"type": "array", "items": {"type": "object"}}},
+        summary="The training set: the dev cases with their public inputs and their truth (labels)",
+    )
+    def get(self, request, slug):
+        b = _benchmark(request, slug)
+        rows = selectors.training_rows(b, selectors.leaderboard_round(b))
+        if request.query_params.get("format") == "csv":
+            return csv_response(rows, f"{b.slug}-training.csv")
         return Response(rows)
 
 

@@ -1,6 +1,7 @@
 """Benchmarks: load from bundles, load truth, reveal, rescore."""
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -20,7 +21,13 @@ from leaderboard.core.models import Benchmark, Case, Round, Submission, TruthVal
 from leaderboard.core.services.casedata import latest_truth_version
 from leaderboard.core.services.deid import caseset_deidentify
 from leaderboard.core.services.leaderboards import leaderboard_refresh
-from leaderboard.core.services.submissions import submissions_requeue
+from leaderboard.core.services.rounds import round_set_deadline, round_set_status
+from leaderboard.core.services.submissions import (
+    SubmissionRejected,
+    round_closed_message,
+    round_takes_submissions,
+    submissions_requeue,
+)
 
 log = logging.getLogger("leaderboard.benchmarks")
 
@@ -82,12 +89,35 @@ def _read_meta(directory: Path) -> dict[str, Any]:
         errors.append(RowError("must be a JSON object", column="config", file="benchmark.json"))
     if not isinstance(meta.get("description", ""), str):
         errors.append(RowError("must be a string (markdown)", column="description", file="benchmark.json"))
-    unknown = set(meta) - {"slug", "title", "kind", "description", "daily_limit", "config", "published"}
+    if "closes_at" in meta:
+        try:
+            meta["closes_at"] = parse_deadline(meta["closes_at"])
+        except ValueError as exc:
+            errors.append(RowError(str(exc), column="closes_at", file="benchmark.json"))
+    unknown = set(meta) - {"slug", "title", "kind", "description", "daily_limit", "config", "published", "closes_at"}
     if unknown:
         errors.append(RowError(f"unknown keys: {', '.join(sorted(unknown))}", file="benchmark.json"))
     if errors:
         raise BundleError(errors)
     return meta
+
+
+def parse_deadline(value: Any) -> dt.datetime | None:
+    """A ``closes_at`` value: an ISO 8601 date-time with its UTC offset (``2025-06-30T23:59:59Z``), or null.
+
+    Raises ValueError with a message that says what is wrong.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be an ISO 8601 date-time such as \"2025-06-30T23:59:59Z\", or null for no deadline")
+    try:
+        at = dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"{value[:60]!r} is not an ISO 8601 date-time; write e.g. \"2025-06-30T23:59:59Z\"") from None
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ValueError(f"{value[:60]!r} has no UTC offset; end it with Z (UTC) or an offset such as +02:00")
+    return at.astimezone(dt.timezone.utc)
 
 
 def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
@@ -135,10 +165,27 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
             benchmark=benchmark, number=1,
             defaults={"is_permanent": True, "title": benchmark.title, "status": Round.Status.OPEN},
         )
+        notes = []
+        if "closes_at" in meta:  # absent: the deadline set in the admin stays
+            try:
+                round_ = round_set_deadline(round_=round_, closes_at=meta["closes_at"])
+            except SubmissionRejected as exc:
+                raise BundleError([RowError(e.message, column="closes_at", file="benchmark.json")
+                                   for e in exc.errors]) from None
+        if round_.is_permanent:
+            notes.append(_deadline_note(round_))
         report = truth_load(round_=round_, cases=bundle.cases, truth=bundle.truth, user=user,
                             note=f"loaded from {directory.name}")
         return LoadReport(benchmark=benchmark, created=created, truth_version=report[0], truth_changed=report[1],
-                          cases=len(bundle.cases.cases), requeued=report[2])
+                          cases=len(bundle.cases.cases), requeued=report[2], notes=notes)
+
+
+def _deadline_note(round_: Round) -> str:
+    if not round_takes_submissions(round_):
+        return round_closed_message(round_)
+    if round_.closes_at is None:
+        return "submissions open, no deadline (set closes_at in benchmark.json or the admin)"
+    return f"submissions open until {round_.closes_at:%Y-%m-%d %H:%M} UTC"
 
 
 def _truth_digest(cases: CaseSet, truth: Truth) -> str:
@@ -208,9 +255,31 @@ def truth_load(*, round_: Round, cases: CaseSet, truth: Truth, user=None, note: 
 
 
 def benchmark_reveal(*, benchmark: Benchmark, reveal: bool = True) -> None:
-    """Show (or hide again) the private leaderboard; ranking switches to the private split."""
-    benchmark.private_revealed_at = timezone.now() if reveal else None
-    benchmark.save(update_fields=["private_revealed_at", "updated_at"])
+    """Show (or hide again) the private leaderboard; ranking switches to the private split.
+
+    Refused (409) while the benchmark's permanent round takes submissions:
+    the private split's truth, shown case by case after the reveal, must
+    never reach an upload. A round past its deadline that the periodic job
+    has not closed yet is closed here first. Side effects: the round's status
+    (through ``round_set_status``), ``private_revealed_at``.
+    """
+    with transaction.atomic():
+        benchmark = Benchmark.objects.select_for_update().get(pk=benchmark.pk)
+        if reveal and benchmark.private_revealed:
+            return
+        if reveal:
+            for round_ in Round.objects.filter(benchmark=benchmark, is_permanent=True).order_by("number", "id"):
+                if round_takes_submissions(round_):
+                    until = (f"until {round_.closes_at:%Y-%m-%d %H:%M} UTC" if round_.closes_at
+                             else "with no deadline")
+                    raise SubmissionRejected([RowError(
+                        f"submissions to {benchmark.title} are open {until}: the private split can only be "
+                        f"revealed once they are closed (python manage.py round_close {benchmark.slug} "
+                        f"{round_.number}, or the admin's Close action)")], status=409)
+                if round_.status == Round.Status.OPEN:  # past its deadline, not closed yet
+                    round_set_status(round_=round_, status=Round.Status.CLOSED)
+        benchmark.private_revealed_at = timezone.now() if reveal else None
+        benchmark.save(update_fields=["private_revealed_at", "updated_at"])
 
 
 def benchmark_rescore(*, benchmark: Benchmark) -> int:

@@ -67,18 +67,26 @@ def leaderboard_refresh(round_: Round) -> None:
     def public_key(c: _Candidate):
         return _sort_key(c.metrics.get(first_split, {}).get(ranking), higher, c.received_at, c.submission_id)
 
+    def eligible(c: _Candidate, split: str) -> bool:
+        metrics = c.metrics.get(split)
+        return metrics is not None and kind.leaderboard_eligible(metrics, config)
+
     now = timezone.now()
     rows: list[LeaderboardRow] = []
     for split in kind.splits:
         chosen: list[_Candidate] = []
         for subs in by_entrant.values():
-            if split == first_split:
-                pick = min(subs, key=public_key)
+            selected = [c for c in subs if c.is_selected]
+            if split != first_split and selected:
+                pick = selected[0]
             else:
-                selected = [c for c in subs if c.is_selected]
-                pick = selected[0] if selected else min(subs, key=public_key)
-            metrics = pick.metrics.get(split)
-            if metrics is None or not kind.leaderboard_eligible(metrics, config):
+                # The best public submission among those that may appear: a better-scoring one
+                # below the entry minimum (a two-case probe) never hides an eligible one.
+                pool = [c for c in subs if eligible(c, first_split)]
+                if not pool:
+                    continue
+                pick = min(pool, key=public_key)
+            if not eligible(pick, split):
                 continue
             chosen.append(pick)
         chosen.sort(key=lambda c: _sort_key(c.metrics[split].get(ranking), higher, c.received_at, c.submission_id))

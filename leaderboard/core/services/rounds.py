@@ -1,4 +1,4 @@
-"""Rounds: the one place a round's status changes."""
+"""Rounds: the one place a round's status changes, and a static round's deadline."""
 from __future__ import annotations
 
 from django.db import transaction
@@ -7,7 +7,11 @@ from django.utils import timezone
 from scoring.errors import RowError
 
 from leaderboard.core.models import Round, TruthVersion
-from leaderboard.core.services.submissions import SubmissionRejected
+from leaderboard.core.services.submissions import (
+    SubmissionRejected,
+    round_closed_message,
+    round_takes_submissions,
+)
 
 # Allowed moves: a round opens, closes (no more submissions; what was submitted
 # is frozen), and resolves once its final truth is in. Reopening a closed round
@@ -22,27 +26,65 @@ _MOVES = {
 def round_set_status(*, round_: Round, status: str) -> Round:
     """Move a round to ``status``.
 
-    Side effects: ``status_changed_at`` set; on close, ``closes_at`` set if it
-    was empty; on resolve, ``resolves_at`` set if empty. Closing stops new
-    submissions (only open rounds accept them). Resolving needs a final truth
-    version. A permanent round (static competition) never closes.
+    Side effects: ``status_changed_at`` set; on close, ``closes_at`` set to now
+    if it was empty or later (it then says when the round really closed); on
+    reopen, a ``closes_at`` already past is cleared; on resolve, ``resolves_at``
+    set if empty. Closing stops new submissions (only open rounds accept them;
+    uploads take the same row lock, so none slips in after). Resolving needs a
+    final truth version. A static competition's permanent round closes like
+    any other (by hand or at its deadline) and never reopens: its public
+    truth is shown case by case from the close on.
     """
     with transaction.atomic():
-        round_ = Round.objects.select_for_update().get(pk=round_.pk)
+        round_ = Round.objects.select_for_update().select_related("benchmark").get(pk=round_.pk)
         if status == round_.status:
             return round_
-        if round_.is_permanent:
-            raise SubmissionRejected([RowError("a static competition's permanent round stays open")], status=409)
         if status not in _MOVES[round_.status]:
             raise SubmissionRejected([RowError(f"a {round_.status} round cannot become {status}")], status=409)
+        if round_.is_permanent and status == Round.Status.OPEN:
+            # Closing showed the public split's truth case by case (and a reveal the private one):
+            # reopening would take uploads made with it.
+            raise SubmissionRejected([RowError("a static competition's round stays closed once closed: its "
+                                               "truth has been shown since")], status=409)
         now = timezone.now()
         if status == Round.Status.RESOLVED and not TruthVersion.objects.filter(round=round_, is_final=True).exists():
             raise SubmissionRejected([RowError("load the final truth before resolving the round")], status=409)
-        if status == Round.Status.CLOSED and round_.closes_at is None:
+        if status == Round.Status.CLOSED and (round_.closes_at is None or round_.closes_at > now):
             round_.closes_at = now
+        if status == Round.Status.OPEN and round_.closes_at is not None and round_.closes_at <= now:
+            round_.closes_at = None
         if status == Round.Status.RESOLVED and round_.resolves_at is None:
             round_.resolves_at = now
         round_.status = status
         round_.status_changed_at = now
         round_.save()
+        return round_
+
+
+def round_deadline_refusal(round_: Round, closes_at) -> str | None:
+    """Why ``round_``'s deadline may not become ``closes_at``; None when it may.
+
+    A static competition's round whose deadline has passed, or that is
+    closed, keeps it: its truth has been visible since, so it must never
+    take uploads again.
+    """
+    if closes_at == round_.closes_at or not round_.is_permanent or round_takes_submissions(round_):
+        return None
+    return (round_closed_message(round_) + "; a closed competition's deadline cannot move (its truth has been "
+            "shown since)")
+
+
+def round_set_deadline(*, round_: Round, closes_at) -> Round:
+    """Set (or clear, with None) when a round stops taking submissions.
+
+    Refused (409) where ``round_deadline_refusal`` says so. Side effects: ``closes_at`` saved.
+    """
+    with transaction.atomic():
+        round_ = Round.objects.select_for_update().select_related("benchmark").get(pk=round_.pk)
+        refusal = round_deadline_refusal(round_, closes_at)
+        if refusal is not None:
+            raise SubmissionRejected([RowError(refusal, column="closes_at")], status=409)
+        if closes_at != round_.closes_at:
+            round_.closes_at = closes_at
+            round_.save(update_fields=["closes_at"])
         return round_

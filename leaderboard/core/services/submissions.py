@@ -99,6 +99,52 @@ def current_round(benchmark: Benchmark) -> Round | None:
     return Round.objects.filter(benchmark=benchmark, status=Round.Status.OPEN).order_by("-number", "-id").first()
 
 
+def round_takes_submissions(round_: Round, *, now: dt.datetime | None = None) -> bool:
+    """Whether a round accepts submissions now: open, and before its deadline.
+
+    A round past its ``closes_at`` takes nothing even while its status still
+    says open (the periodic job or the organiser has not closed it yet).
+    """
+    now = now or timezone.now()
+    return round_.status == Round.Status.OPEN and (round_.closes_at is None or now < round_.closes_at)
+
+
+def _utc(at: dt.datetime) -> str:
+    return f"{at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+
+
+def round_closed_message(round_: Round) -> str:
+    """What a refused upload says about a round that takes no submissions (static rounds: when it closed)."""
+    benchmark = round_.benchmark
+    if round_.is_permanent:
+        at = round_.closes_at or round_.status_changed_at
+        out = f"submissions to {benchmark.title} closed at {_utc(at)}; nothing is accepted after the deadline"
+        if benchmark.private_revealed:
+            out += " (the private leaderboard is revealed)"
+        return out
+    if round_.status == Round.Status.OPEN and round_.closes_at is not None:
+        return f"round {round_.number} closed at {_utc(round_.closes_at)}; it takes no more submissions"
+    return "this benchmark has no round open for submissions"
+
+
+def submissions_refusal(benchmark: Benchmark, round_: Round | None = None) -> str | None:
+    """Why ``benchmark`` (its current round, or ``round_``) takes no submission now; None when it does."""
+    round_ = round_ if round_ is not None else current_round(benchmark)
+    if round_ is None:
+        latest = Round.objects.filter(benchmark=benchmark).order_by("-number", "-id").first()
+        return (round_closed_message(latest) if latest is not None and latest.is_permanent
+                else "this benchmark has no round open for submissions")
+    if not round_takes_submissions(round_) or (round_.is_permanent and benchmark.private_revealed):
+        return round_closed_message(round_)
+    return None
+
+
+def _check_takes_submissions(benchmark: Benchmark, round_: Round | None) -> None:
+    refusal = submissions_refusal(benchmark, round_)
+    if refusal is not None:
+        raise SubmissionRejected([RowError(refusal)], status=409)
+
+
 def upload_size_check(*, benchmark: Benchmark, size: int) -> None:
     """Refuse (413) an upload over the benchmark's cap; call it before reading a file into memory."""
     cap = benchmark.kind_impl.max_upload_bytes(benchmark.config)
@@ -132,8 +178,7 @@ def submission_create(
     config = benchmark.config
     ent = _resolve_entrant(user, entrant)
     round_ = current_round(benchmark)
-    if round_ is None:
-        raise SubmissionRejected([RowError("this benchmark has no round open for submissions")], status=409)
+    _check_takes_submissions(benchmark, round_)
 
     if data is not None:
         upload_size_check(benchmark=benchmark, size=len(data))
@@ -154,6 +199,11 @@ def submission_create(
         data, filename = canonical, "predictions.json"
 
     with transaction.atomic():
+        # Checked again under the round's row lock, which closing takes too: once
+        # round_set_status has closed a round (or its deadline has passed), no
+        # upload validated before can still slip in.
+        round_ = Round.objects.select_for_update().select_related("benchmark").get(pk=round_.pk)
+        _check_takes_submissions(benchmark, round_)
         remaining = quota_consume(user=user, benchmark=benchmark)
         sub = Submission(
             benchmark=benchmark,
@@ -336,6 +386,10 @@ def submission_select(*, submission: Submission, user) -> None:
         raise PermissionError("only the owner can select a submission")
     if submission.status != Status.SCORED:
         raise SubmissionRejected([RowError("only a scored submission can be selected")], status=409)
+    if not round_takes_submissions(submission.round):
+        # The choice is part of the submission: frozen with it, never made after seeing the truth.
+        raise SubmissionRejected([RowError("the final choice closed with the submissions: "
+                                           + round_closed_message(submission.round))], status=409)
     with transaction.atomic():
         Submission.objects.filter(entrant=submission.entrant, round=submission.round, is_selected=True).update(
             is_selected=False
