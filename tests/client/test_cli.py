@@ -103,6 +103,18 @@ def test_lb_submit_prints_id_status_hash_and_remaining(fake, lb, predictions):
     assert fields["entrant"] == (None, b"model-b") and fields["round"] == (None, b"2")
 
 
+def test_lb_submit_sends_a_new_key_per_run_or_the_one_given(fake, lb, predictions):
+    fake.add("POST", f"/api/benchmarks/{SLUG}/submissions/",
+             Reply(202, {"id": 12, "status": "queued", "url": "u", "audit_hash": "c", "remaining_today": 4}),
+             Reply(202, {"id": 12, "status": "queued", "url": "u", "audit_hash": "c", "remaining_today": 4},
+                   headers={"Idempotent-Replayed": "true"}))
+    assert lb("submit", SLUG, str(predictions))[0] == 0
+    code, out, _ = lb("submit", SLUG, str(predictions), "--idempotency-key", "bench-2030-W10")
+    assert code == 0 and out.splitlines()[-1].startswith("replayed: yes")
+    first, second = [c.header("Idempotency-Key") for c in fake.calls("POST")]
+    assert len(first) == 32 and second == "bench-2030-W10"
+
+
 def test_lb_submit_wait_shows_progress_on_stderr_and_scores_on_stdout(fake, lb, predictions):
     fake.add("POST", f"/api/benchmarks/{SLUG}/submissions/",
              Reply(202, {"id": 12, "status": "queued", "url": "u", "audit_hash": "c", "remaining_today": 4}))

@@ -197,3 +197,28 @@ def test_submit_to_a_round_and_read_the_accepted_status(fake, client):
     assert fake.calls("POST")[0].multipart()["round"] == (None, b"7")
     sub = client.wait(receipt)
     assert (sub.status, sub.counted, sub.provisional, sub.as_of) == ("accepted", True, True, dt.date(2030, 3, 10))
+
+
+def test_docs_weekly_round_loop_runs_as_written(fake, monkeypatch):
+    """docs/client.md's Python loop, run against a server answering as INTERFACE.md says the real one will."""
+    import re
+    from pathlib import Path
+
+    pytest.importorskip("pandas")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "client.md").read_text()
+    code = re.search(r"## A weekly round, in Python.*?```python\n(.*?)```", text, re.S).group(1)
+    assert len(code.strip().splitlines()) <= 12
+    fake.add("GET", f"{B}/", {"slug": SLUG, "title": "S", "kind": "signals", "current_round": ROUND_7})
+    fake.add("GET", f"{B}/rounds/7/universe/", Reply(200, body=b"id,feature_a\nx1,0.1\nx2,0.9\n"))
+    fake.add("POST", f"{B}/submissions/", Reply(202, {"id": 31, "status": "accepted", "url": "u",
+                                                       "audit_hash": "a" * 64, "remaining_today": 4}))
+    fake.add("GET", "/api/submissions/31/", {"id": 31, "status": "accepted", "counted": True})
+    fake.add("GET", f"{B}/leaderboard/", {"rows": [{"rank": 1, "entrant": "alpha", "score": 0.02, "metrics": {}}],
+                                          "count": 1, "next": None})
+    monkeypatch.setenv("LEADERBOARD_URL", fake.url)
+    monkeypatch.setenv("LEADERBOARD_TOKEN", "tok")
+    exec(compile(code, "docs/client.md", "exec"), {"my_model": lambda universe: universe["feature_a"].rank(pct=True)})
+    upload = fake.calls("POST")[0]
+    assert upload.header("Idempotency-Key") == f"{SLUG}-7"
+    assert upload.multipart() == {"file": ("predictions.csv", b"id,prediction\nx1,0.5\nx2,1.0\n"),
+                                  "round": (None, b"7")}

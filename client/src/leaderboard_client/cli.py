@@ -216,7 +216,8 @@ def cmd_submit(client: Client, args: argparse.Namespace, out) -> int:
         if not os.path.isfile(args.file):
             raise UsageError(f"no such file: {args.file}")
         predictions = args.file
-    receipt = client.submit(args.slug, predictions, entrant=args.entrant, round=args.round)
+    receipt = client.submit(args.slug, predictions, entrant=args.entrant, round=args.round,
+                            idempotency_key=args.idempotency_key)
     if args.format == "json" and not args.wait:
         json.dump({**receipt.raw, "replayed": receipt.replayed}, out, indent=2)
         out.write("\n")
@@ -348,6 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--round", type=int, help="the round, when several are open")
     p.add_argument("--entrant", help="one of your entrants (default: your first)")
     p.add_argument("--wait", action="store_true", help="follow it to a final status and print the scores")
+    p.add_argument("--idempotency-key", metavar="KEY",
+                   help="send this key (default: a new one per run); run again with the same key and file "
+                        "after a lost answer, and the server returns the first upload instead of counting another")
     waiting(p)
     p.set_defaults(func=cmd_submit)
 
