@@ -62,7 +62,7 @@ def test_client_get_gives_up_after_its_retries_with_the_server_error(fake):
     with pytest.raises(ServerError) as err:
         client.benchmarks()
     assert err.value.status == 502 and len(fake.calls()) == 4 and len(slept) == 3
-    assert err.value.detail == "Bad Gateway"
+    assert err.value.detail == f"Bad Gateway (GET {fake.url}/api/benchmarks/)"
 
 
 def test_client_backoff_doubles_up_to_the_cap(fake):
@@ -219,7 +219,7 @@ def test_client_html_error_page_becomes_a_readable_error(fake):
     client, _ = _client(fake.url, retries=0)
     with pytest.raises(ServerError) as err:
         client.benchmarks()
-    assert err.value.detail == "Internal Server Error"
+    assert err.value.detail == f"Internal Server Error (GET {fake.url}/api/benchmarks/)"
 
 
 # -- what is sent -------------------------------------------------------------------------

@@ -12,6 +12,7 @@ Exit codes (stable; scripts may rely on them):
     7  timeout: --wait gave up before a final status
     8  not allowed: missing, invalid or revoked token, or not permitted (401, 403)
     9  failed: the submission was accepted but its scoring failed (the reason is printed)
+  141  the reader of the output went away (lb leaderboard X | head), as for any Unix tool
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ EXIT_SERVER = 6
 EXIT_TIMEOUT = 7
 EXIT_AUTH = 8
 EXIT_FAILED = 9
+EXIT_PIPE = 141  # 128 + SIGPIPE, what a Unix tool killed by a closed pipe reports
 
 
 class UsageError(Exception):
@@ -226,6 +228,8 @@ def cmd_submit(client: Client, args: argparse.Namespace, out) -> int:
         _print_receipt(receipt, out)
     if not args.wait:
         return EXIT_OK
+    if args.format != "json":
+        print(file=out)  # the receipt above, the final state below
     out.flush()
     return _wait(client, receipt.id, args.timeout, args.interval, out, args.format)
 
@@ -398,6 +402,11 @@ def main(argv: Sequence[str] | None = None, *, out=None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except BrokenPipeError:
+        # The reader went away (``lb leaderboard X | head``): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE
 
 
 if __name__ == "__main__":  # python -m leaderboard_client.cli

@@ -182,8 +182,12 @@ def error_from_response(status: int, body: Any, headers: dict[str, str], *, text
         if isinstance(raw, list):
             errors = [ErrorItem.from_json(item) for item in raw]
         detail = str(body.get("detail") or "")
-    if not detail:
-        detail = errors[0].message if errors else (reason or _first_line(text) or f"HTTP {status}")
+    if not detail and errors:
+        detail = errors[0].message
+    if not detail:  # not the API's error shape (a proxy's page, an unknown path): say what was asked
+        detail = reason or _first_line(text) or f"HTTP {status}"
+        if url:
+            detail += f" ({method} {url})" if method else f" ({url})"
     if not errors:
         errors = [ErrorItem(detail)]
     cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ApiError)
