@@ -113,8 +113,10 @@ def test_idempotency_header_is_in_the_openapi_schema():
     schema = SchemaGenerator().get_schema(request=None, public=True)
     post = schema["paths"]["/api/benchmarks/{slug}/submissions/"]["post"]
     headers = {p["name"]: p for p in post["parameters"] if p["in"] == "header"}
-    assert "Idempotency-Key" in headers
+    assert "Idempotency-Key" in headers and "Idempotent-Replayed" not in headers
     assert headers["Idempotency-Key"].get("required", False) is False
+    assert headers["Idempotency-Key"]["schema"]["pattern"] == r"^[!-~]{1,128}$"
+    assert "Idempotent-Replayed" in post["responses"]["202"]["headers"]
 
 
 def _multipart(data: bytes) -> tuple[bytes, str]:

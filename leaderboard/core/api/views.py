@@ -117,13 +117,16 @@ class Leaderboard(APIView):
         })
 
 
-IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
-    "Idempotency-Key", str, location=OpenApiParameter.HEADER, required=False,
-    description="Up to 128 printable ASCII characters (a UUID is a good choice), new for each upload. Resending "
-                "the same upload with the same key, after a lost answer, returns the first answer (same id, "
-                "`Idempotent-Replayed: true`) and uses no second daily slot; the same key with a different "
-                "upload is a 409.",
-)
+IDEMPOTENCY_KEY_PARAMETERS = [
+    OpenApiParameter(
+        "Idempotency-Key", str, location=OpenApiParameter.HEADER, required=False, pattern=r"^[!-~]{1,128}$",
+        description="Up to 128 printable ASCII characters (a UUID is a good choice), new for each upload. "
+                    "Resending the same upload with the same key, after a lost answer, returns the first answer "
+                    "(same id) and uses no second daily slot; the same key with a different upload is a 409.",
+    ),
+    OpenApiParameter("Idempotent-Replayed", str, location=OpenApiParameter.HEADER, response=[202], enum=["true"],
+                     description="Present when the answer is that of an earlier upload with the same key."),
+]
 
 
 class SubmissionCreateOrList(APIView):
@@ -145,7 +148,7 @@ class SubmissionCreateOrList(APIView):
 
     @extend_schema(
         request={"multipart/form-data": s.SubmissionCreateSerializer, "application/json": s.SubmissionCreateSerializer},
-        parameters=[IDEMPOTENCY_KEY_PARAMETER],
+        parameters=IDEMPOTENCY_KEY_PARAMETERS,
         responses={202: s.SubmissionAcceptedSerializer, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer,
                    413: s.ErrorsSerializer, 429: OpenApiResponse(s.ErrorsSerializer, description="daily limit reached; see Retry-After")},
         summary="Upload a submission",
