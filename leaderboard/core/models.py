@@ -231,6 +231,11 @@ class Submission(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     truth_version = models.ForeignKey(TruthVersion, null=True, blank=True, on_delete=models.SET_NULL,
                                       related_name="+")
+    # The client's Idempotency-Key header, unique per user: a retried upload
+    # returns this submission instead of storing (and counting) another.
+    idempotency_key = models.CharField(max_length=128, null=True, blank=True)
+    # SHA-256 of what the keyed request asked for, so the same key with another body is refused.
+    idempotency_fingerprint = models.CharField(max_length=64, blank=True)
     received_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
@@ -252,6 +257,9 @@ class Submission(models.Model):
             # One selected final submission per entrant and round.
             models.UniqueConstraint(fields=["entrant", "round"], condition=Q(is_selected=True),
                                     name="one_selected_per_entrant_round"),
+            # Concurrent retries of one upload collapse here (the lookup by key uses it too).
+            models.UniqueConstraint(fields=["user", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
+                                    name="submission_idempotency_key_unique"),
         ]
 
     def __str__(self) -> str:

@@ -24,6 +24,7 @@ from leaderboard.core.models import Benchmark, Case, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
+    idempotency_key_check,
     submission_create,
     submission_select,
     submissions_refusal,
@@ -126,6 +127,18 @@ class Leaderboard(APIView):
         })
 
 
+IDEMPOTENCY_KEY_PARAMETERS = [
+    OpenApiParameter(
+        "Idempotency-Key", str, location=OpenApiParameter.HEADER, required=False, pattern=r"^[!-~]{1,128}$",
+        description="Up to 128 printable ASCII characters (a UUID is a good choice), new for each upload. "
+                    "Resending the same upload with the same key, after a lost answer, returns the first answer "
+                    "(same id) and uses no second daily slot; the same key with a different upload is a 409.",
+    ),
+    OpenApiParameter("Idempotent-Replayed", str, location=OpenApiParameter.HEADER, response=[202], enum=["true"],
+                     description="Present when the answer is that of an earlier upload with the same key."),
+]
+
+
 class SubmissionCreateOrList(APIView):
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [MultiPartParser, FormParser, JSONParser]
@@ -145,6 +158,7 @@ class SubmissionCreateOrList(APIView):
 
     @extend_schema(
         request={"multipart/form-data": s.SubmissionCreateSerializer, "application/json": s.SubmissionCreateSerializer},
+        parameters=IDEMPOTENCY_KEY_PARAMETERS,
         responses={202: s.SubmissionAcceptedSerializer, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer,
                    413: s.ErrorsSerializer, 429: OpenApiResponse(s.ErrorsSerializer, description="daily limit reached; see Retry-After")},
         summary="Upload a submission",
@@ -170,10 +184,13 @@ class SubmissionCreateOrList(APIView):
                                              column="file")], 400)
         entrant = request.data.get("entrant") if hasattr(request.data, "get") else None
         try:
+            key = request.headers.get("Idempotency-Key")
+            key = idempotency_key_check(key) if key is not None else None
             if "upload" in kwargs:
                 upload = kwargs.pop("upload")
                 kwargs = {"data": upload_read(benchmark=b, upload=upload), "filename": upload.name}
-            accepted = submission_create(user=request.user, benchmark=b, entrant=entrant, **kwargs)
+            accepted = submission_create(user=request.user, benchmark=b, entrant=entrant, idempotency_key=key,
+                                         **kwargs)
         except SubmissionRejected as exc:
             return error_response(exc.errors, exc.status,
                                   remaining_today=quota_remaining(user=request.user, benchmark=b))
@@ -187,6 +204,7 @@ class SubmissionCreateOrList(APIView):
              "url": request.build_absolute_uri(reverse("api-submission", args=[sub.pk])),
              "audit_hash": sub.audit_hash, "remaining_today": accepted.remaining_today},
             status=status.HTTP_202_ACCEPTED,
+            headers={"Idempotent-Replayed": "true"} if accepted.replayed else None,
         )
 
 

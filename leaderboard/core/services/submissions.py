@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from leaderboard.core.models import (
     Submission,
     SubmissionEvent,
 )
-from leaderboard.core.quota import quota_consume, quota_refund, utc_day
+from leaderboard.core.quota import QuotaExceeded, quota_consume, quota_refund, quota_remaining, utc_day
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
 from leaderboard.core.services.leaderboards import leaderboard_refresh
 
@@ -50,6 +51,8 @@ class SubmissionRejected(Exception):
 class Accepted:
     submission: Submission
     remaining_today: int
+    # True when an Idempotency-Key matched an earlier upload: nothing new was stored or counted.
+    replayed: bool = False
 
 
 def entrant_default(user) -> Entrant:
@@ -167,16 +170,28 @@ def submission_create(
     filename: str = "",
     predictions: Any = None,
     entrant: str | int | None = None,
+    idempotency_key: str | None = None,
 ) -> Accepted:
     """Validate an upload (file bytes or a JSON ``predictions`` list) and queue it.
 
     Validation happens before the daily limit is touched, so rejected uploads
     never count. The limit is taken in the same transaction that stores the
     submission; scoring is enqueued when that transaction commits.
+
+    With an ``idempotency_key`` (see ``idempotency_key_check``), an upload the
+    same user already sent with that key is answered from the stored
+    submission (``replayed``) and neither stored nor counted again; the key
+    with a different upload is refused (409).
     """
     kind = benchmark.kind_impl
     config = benchmark.config
     ent = _resolve_entrant(user, entrant)
+    fingerprint = ""
+    if idempotency_key is not None:
+        fingerprint = _idempotency_fingerprint(benchmark=benchmark, entrant=ent, data=data, predictions=predictions)
+        replay = _idempotent_replay(user=user, key=idempotency_key, fingerprint=fingerprint)
+        if replay is not None:
+            return replay
     round_ = current_round(benchmark)
     _check_takes_submissions(benchmark, round_)
 
@@ -198,11 +213,13 @@ def submission_create(
     if data is None:
         data, filename = canonical, "predictions.json"
 
-    with transaction.atomic():
+    sub = None
+    collision = _IdempotencyCollision(user=user, key=idempotency_key, fingerprint=fingerprint)
+    with collision, transaction.atomic():
         # Checked again under the round's row lock, which closing takes too: once
         # round_set_status has closed a round (or its deadline has passed), no
         # upload validated before can still slip in.
-        round_ = Round.objects.select_for_update().select_related("benchmark").get(pk=round_.pk)
+        round_ = Round.objects.select_for_update(of=("self",)).select_related("benchmark").get(pk=round_.pk)
         _check_takes_submissions(benchmark, round_)
         remaining = quota_consume(user=user, benchmark=benchmark)
         sub = Submission(
@@ -216,12 +233,78 @@ def submission_create(
             payload=kind.dump_submission(parsed),
             status=Status.QUEUED,
             status_reason="waiting for a worker",
+            idempotency_key=idempotency_key,
+            idempotency_fingerprint=fingerprint,
         )
         sub.file.save(filename or "upload", ContentFile(data), save=False)
         sub.save()
         SubmissionEvent.objects.create(submission=sub, status=Status.QUEUED, reason="received and validated")
         _enqueue_on_commit(sub.pk)
+    if collision.replay is not None:
+        if sub is not None and sub.file.name:
+            sub.file.delete(save=False)  # this request's copy; the stored submission keeps its own
+        return collision.replay
     return Accepted(submission=sub, remaining_today=remaining)
+
+
+IDEMPOTENCY_KEY_MAX_LENGTH = 128
+
+
+def idempotency_key_check(key: str) -> str:
+    """The key if it is 1-128 printable ASCII characters without spaces; else a 400."""
+    if not 1 <= len(key) <= IDEMPOTENCY_KEY_MAX_LENGTH or any(not 0x21 <= ord(c) <= 0x7E for c in key):
+        raise SubmissionRejected([RowError(
+            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters without "
+            "spaces (a UUID is a good choice)", column="Idempotency-Key")])
+    return key
+
+
+def _idempotency_fingerprint(*, benchmark: Benchmark, entrant: Entrant, data: bytes | None, predictions: Any) -> str:
+    digest = hashlib.sha256(f"{benchmark.pk}:{entrant.pk}:".encode())
+    if data is not None:
+        digest.update(b"file:" + data)
+    else:
+        digest.update(b"json:" + json.dumps(predictions, sort_keys=True, separators=(",", ":"), default=str).encode())
+    return digest.hexdigest()
+
+
+class _IdempotencyCollision:
+    """Turns a lost race between two uploads with the same key into the winner's answer.
+
+    Concurrent retries both miss the first lookup; the second one's insert then
+    fails on the unique (user, idempotency_key) constraint, or on the daily
+    limit if the first took the last slot. Its transaction is rolled back
+    (the slot given back) and ``replay`` holds the stored submission's answer.
+    """
+
+    def __init__(self, *, user, key: str | None, fingerprint: str):
+        self.user, self.key, self.fingerprint = user, key, fingerprint
+        self.replay: Accepted | None = None
+
+    def __enter__(self) -> "_IdempotencyCollision":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self.key is None or exc_type is None or not issubclass(exc_type, (IntegrityError, QuotaExceeded)):
+            return False
+        self.replay = _idempotent_replay(user=self.user, key=self.key, fingerprint=self.fingerprint)
+        if self.replay is not None:
+            log.info("a concurrent retry with the same Idempotency-Key stored submission %s first (%s); "
+                     "answering with it", self.replay.submission.pk, exc_type.__name__)
+        return self.replay is not None
+
+
+def _idempotent_replay(*, user, key: str, fingerprint: str) -> Accepted | None:
+    """The answer to a repeated upload with ``key``, or None when the key is new."""
+    sub = Submission.objects.filter(user=user, idempotency_key=key).select_related("benchmark").first()
+    if sub is None:
+        return None
+    if sub.idempotency_fingerprint != fingerprint:
+        raise SubmissionRejected([RowError(
+            f"this Idempotency-Key was already used for a different upload (submission {sub.pk}); "
+            "use a new key for a new upload", column="Idempotency-Key")], status=409)
+    return Accepted(submission=sub, remaining_today=quota_remaining(user=user, benchmark=sub.benchmark),
+                    replayed=True)
 
 
 def _enqueue_on_commit(submission_id: int) -> None:
@@ -325,6 +408,11 @@ def submission_score(*, submission_id: int) -> str | None:
         return Status.FAILED
 
     with transaction.atomic():
+        # Lock order: the round (which the board refresh and uploads lock) before the
+        # submission row. An upload holding the round lock may wait on this row (its
+        # unique-key check), so updating the row first and then waiting for the round
+        # would deadlock.
+        Round.objects.select_for_update().filter(pk=sub.round_id).first()
         sub = Submission.objects.select_for_update().get(pk=submission_id)
         if sub.status != Status.SCORING:
             return None  # another delivery finished first

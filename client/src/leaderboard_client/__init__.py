@@ -1,0 +1,53 @@
+"""Python client for the leaderboard server's HTTP API (and the ``lb`` command line).
+
+    from leaderboard_client import Client
+    client = Client("http://127.0.0.1:8000", "TOKEN")   # or LEADERBOARD_URL / LEADERBOARD_TOKEN
+    receipt = client.submit("my-benchmark", "predictions.csv")
+    print(client.wait(receipt.id).scores)
+"""
+__version__ = "0.1.0"
+
+from leaderboard_client.client import Client  # noqa: E402
+from leaderboard_client.errors import (  # noqa: E402
+    ApiError,
+    AuthenticationFailed,
+    Conflict,
+    DailyLimitReached,
+    ErrorItem,
+    InvalidRequest,
+    LeaderboardError,
+    NetworkError,
+    NoOpenRound,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+    RateLimited,
+    ServerError,
+    WaitTimeout,
+)
+from leaderboard_client.models import (  # noqa: E402
+    AuditEntry,
+    Benchmark,
+    BenchmarkSummary,
+    ComparisonRow,
+    ComparisonSet,
+    EntrantHistory,
+    History,
+    HistoryPoint,
+    LeaderboardPage,
+    LeaderboardRow,
+    Metric,
+    Round,
+    Submission,
+    SubmissionReceipt,
+    TruthVersion,
+    VerifyResult,
+)
+
+__all__ = [
+    "ApiError", "AuditEntry", "AuthenticationFailed", "Benchmark", "BenchmarkSummary", "Client", "ComparisonRow",
+    "ComparisonSet", "Conflict", "DailyLimitReached", "EntrantHistory", "ErrorItem", "History", "HistoryPoint",
+    "InvalidRequest", "LeaderboardError", "LeaderboardPage", "LeaderboardRow", "Metric", "NetworkError",
+    "NoOpenRound", "NotFound", "PayloadTooLarge", "PermissionDenied", "RateLimited", "Round", "ServerError",
+    "Submission", "SubmissionReceipt", "TruthVersion", "VerifyResult", "WaitTimeout", "__version__",
+]

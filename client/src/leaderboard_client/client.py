@@ -1,0 +1,460 @@
+"""``Client``: one method per endpoint of the server's HTTP API.
+
+Retries. A request that never reached the server (the connection could not
+be made) is retried whatever it was. A request that may have reached it
+(the connection broke while sending or waiting, or a 502/503/504 from a proxy)
+is retried only when repeating it cannot do anything twice: GETs, verify (it
+stores nothing), and uploads that carry an ``Idempotency-Key`` (``submit``
+sends a fresh one per call unless told otherwise; the server answers a repeat
+with the first answer and spends no second daily slot). Other POSTs (the staff
+round actions, an upload sent without a key) are never repeated once sent.
+Backoff doubles from ``backoff`` seconds up to ``max_backoff``, with jitter,
+and honours ``Retry-After``.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import random
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import httpx
+
+from leaderboard_client import __version__
+from leaderboard_client.errors import (
+    LeaderboardError,
+    NetworkError,
+    NoOpenRound,
+    WaitTimeout,
+    error_from_response,
+    parse_retry_after,
+)
+from leaderboard_client.models import (
+    SETTLED_STATUSES,
+    Benchmark,
+    BenchmarkSummary,
+    ComparisonSet,
+    History,
+    LeaderboardPage,
+    LeaderboardRow,
+    Round,
+    Submission,
+    SubmissionReceipt,
+    VerifyResult,
+)
+
+# Answers a proxy or a restarting server gives before the application saw the request.
+RETRY_STATUSES = (502, 503, 504)
+# A GET throttled for at most this long is waited out rather than raised.
+MAX_THROTTLE_WAIT = 30.0
+
+ProgressCallback = Callable[[Submission, float], None]
+
+
+def _unsent(exc: httpx.HTTPError) -> bool:
+    """True when the request certainly never reached the server."""
+    return isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+
+
+def _transient(exc: httpx.HTTPError) -> bool:
+    return isinstance(exc, (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError))
+
+
+class Client:
+    """A session with one leaderboard server.
+
+    ``url`` is the site's address (``http://127.0.0.1:8000``) and ``token`` an
+    API token (``Authorization: Token KEY``); either defaults to the
+    ``LEADERBOARD_URL`` / ``LEADERBOARD_TOKEN`` environment variables. Public
+    reads work without a token.
+    """
+
+    def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 60.0,
+                 retries: int = 4, backoff: float = 0.5, max_backoff: float = 10.0,
+                 transport: httpx.BaseTransport | None = None):
+        url = url or os.environ.get("LEADERBOARD_URL", "")
+        if not url:
+            raise ValueError("no server URL: pass Client(url, token) or set LEADERBOARD_URL")
+        token = token if token is not None else os.environ.get("LEADERBOARD_TOKEN") or None
+        url = url.strip().rstrip("/")
+        if url.endswith("/api"):
+            url = url[: -len("/api")]
+        self.url = url
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._sleep = time.sleep  # replaceable in tests
+        headers = {"User-Agent": f"leaderboard-client/{__version__}", "Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Token {token}"
+        self._http = httpx.Client(base_url=url, headers=headers, transport=transport,
+                                  timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+
+    # -- plumbing -------------------------------------------------------------
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _delay(self, attempt: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            return min(retry_after, MAX_THROTTLE_WAIT)
+        return min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+    def _request(self, method: str, path: str, *, repeatable: bool, params: Mapping[str, Any] | None = None,
+                 json_body: Any = None, files: Any = None, data: Mapping[str, Any] | None = None,
+                 headers: Mapping[str, str] | None = None) -> httpx.Response:
+        """Send with the retry policy of the module docstring; raise the mapped error for 4xx/5xx.
+
+        ``repeatable``: the request may be sent again after it might have
+        reached the server.
+        """
+        params = {k: v for k, v in (params or {}).items() if v is not None}
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._http.request(method, path, params=params or None, json=json_body, files=files,
+                                              data=data, headers=headers)
+            except httpx.HTTPError as exc:
+                if attempt <= self.retries and _transient(exc) and (repeatable or _unsent(exc)):
+                    self._sleep(self._delay(attempt))
+                    continue
+                what = "could not connect to" if _unsent(exc) else "no answer from"
+                raise NetworkError(f"{what} {self.url} ({type(exc).__name__}: {exc}) after {attempt} "
+                                   f"attempt{'s' if attempt > 1 else ''}", method=method, url=str(path),
+                                   attempts=attempt) from exc
+            status = response.status_code
+            if attempt <= self.retries and repeatable and (
+                    status in RETRY_STATUSES or (status == 429 and method == "GET")):
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                if status != 429 or (retry_after is not None and retry_after <= MAX_THROTTLE_WAIT):
+                    self._sleep(self._delay(attempt, retry_after))
+                    continue
+            if status >= 400:
+                raise self._error(response)
+            return response
+
+    @staticmethod
+    def _error(response: httpx.Response) -> LeaderboardError:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        return error_from_response(response.status_code, body, dict(response.headers), text=response.text,
+                                   reason=response.reason_phrase, method=response.request.method,
+                                   url=str(response.request.url))
+
+    @staticmethod
+    def _json(response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            raise LeaderboardError(f"{response.request.method} {response.request.url} answered "
+                                   f"{response.status_code} without JSON: {response.text[:200]!r}") from None
+
+    def _get(self, path: str, **params: Any) -> Any:
+        return self._json(self._request("GET", path, repeatable=True, params=params))
+
+    def _follow(self, url: str) -> str:
+        """A ``next`` link on this client's own scheme and host (a proxy may name itself differently)."""
+        ours, theirs = urlsplit(self.url), urlsplit(url)
+        if not theirs.scheme:
+            return url
+        return urlunsplit((ours.scheme, ours.netloc, theirs.path, theirs.query, ""))
+
+    @staticmethod
+    def _b(slug: str) -> str:
+        return f"/api/benchmarks/{quote(slug, safe='')}"
+
+    # -- benchmarks -------------------------------------------------------------
+    def benchmarks(self) -> list[BenchmarkSummary]:
+        """``GET /api/benchmarks/``."""
+        data = self._get("/api/benchmarks/")
+        return [BenchmarkSummary.from_json(b) for b in _items(data, "benchmarks")]
+
+    def benchmark(self, slug: str) -> Benchmark:
+        """``GET /api/benchmarks/{slug}/``: kind, config visible to participants, current round."""
+        return Benchmark.from_json(self._get(f"{self._b(slug)}/"))
+
+    def cases(self, slug: str) -> list[dict[str, Any]]:
+        """``GET /api/benchmarks/{slug}/cases/``: case ids and what participants may see (never truth)."""
+        return list(self._get(f"{self._b(slug)}/cases/"))
+
+    # -- boards ---------------------------------------------------------------
+    def leaderboard(self, slug: str, *, round: int | None = None, split: str | None = None,
+                    page: int | None = None, page_size: int | None = None) -> LeaderboardPage:
+        """One page of a board.
+
+        Without ``round``: ``GET /api/benchmarks/{slug}/leaderboard/`` (the
+        benchmark's board; for a round benchmark, the standings across
+        resolved rounds). With ``round``: that round's board,
+        ``GET /api/benchmarks/{slug}/rounds/{n}/leaderboard/``. ``split``
+        (``public``, ``private`` after the reveal) applies to static kinds.
+        """
+        path = f"{self._b(slug)}/leaderboard/" if round is None else f"{self._b(slug)}/rounds/{int(round)}/leaderboard/"
+        return LeaderboardPage.from_json(self._get(path, split=split, page=page, page_size=page_size))
+
+    def iter_leaderboard(self, slug: str, *, round: int | None = None, split: str | None = None,
+                         page_size: int | None = 1000) -> Iterator[LeaderboardRow]:
+        """Every row of a board, page after page (following ``next``)."""
+        page = self.leaderboard(slug, round=round, split=split, page_size=page_size)
+        seen: set[str] = set()
+        while True:
+            yield from page.rows
+            if not page.next or page.next in seen:
+                return
+            seen.add(page.next)
+            data = self._json(self._request("GET", self._follow(page.next), repeatable=True))
+            page = LeaderboardPage.from_json(data)
+
+    def standings(self, slug: str, *, page: int | None = None, page_size: int | None = None) -> LeaderboardPage:
+        """A round benchmark's standings across resolved rounds (rows carry ``rounds``)."""
+        return self.leaderboard(slug, page=page, page_size=page_size)
+
+    # -- submissions ------------------------------------------------------------
+    def submit(self, slug: str, predictions: Any, *, entrant: str | None = None, round: int | None = None,
+               filename: str | None = None, idempotency_key: str | None = None) -> SubmissionReceipt:
+        """Upload predictions: ``POST /api/benchmarks/{slug}/submissions/``.
+
+        ``predictions`` is a path (``str`` or ``Path``) to a CSV or JSON
+        file, the file's ``bytes``, a pandas ``DataFrame`` (sent as CSV; a
+        named index becomes a column), a ``list`` of dicts (sent as
+        ``{"predictions": [...]}``) or a ``dict`` (sent as a JSON file, e.g. a
+        portfolio's ``{"allocations": [...], ...}``). ``entrant``: the name of
+        one of your entrants; ``round``: when several rounds are open.
+
+        A fresh ``idempotency_key`` is made for each call, so the client can
+        safely resend after a lost answer; pass your own to make retries
+        across program runs safe, or ``""`` to send none (then a request that
+        may have reached the server is never resent).
+        """
+        key = uuid.uuid4().hex if idempotency_key is None else (idempotency_key or None)
+        headers = {"Idempotency-Key": key} if key else None
+        json_body, files, data = _submission_body(predictions, filename=filename, entrant=entrant, round=round)
+        response = self._request("POST", f"{self._b(slug)}/submissions/", repeatable=key is not None,
+                                 json_body=json_body, files=files, data=data, headers=headers)
+        return SubmissionReceipt.from_json(self._json(response), idempotency_key=key,
+                                           replayed=response.headers.get("Idempotent-Replayed") == "true")
+
+    def submissions(self, slug: str) -> list[Submission]:
+        """``GET /api/benchmarks/{slug}/submissions/``: your submissions, newest first."""
+        return [Submission.from_json(s) for s in _items(self._get(f"{self._b(slug)}/submissions/"), "submissions")]
+
+    def submission(self, submission_id: int | SubmissionReceipt) -> Submission:
+        """``GET /api/submissions/{id}/``: status, scores (``{split: {metric: value}}``), errors."""
+        return Submission.from_json(self._get(f"/api/submissions/{_id(submission_id)}/"))
+
+    def wait(self, submission_id: int | SubmissionReceipt, *, timeout: float = 600.0, interval: float = 1.0,
+             progress: ProgressCallback | None = None,
+             until: tuple[str, ...] = SETTLED_STATUSES) -> Submission:
+        """Poll a submission until its status is one of ``until`` and return it.
+
+        By default that is ``scored``, ``failed`` or ``accepted`` (a round
+        submission waiting for truth). ``progress(submission, elapsed_seconds)``
+        is called after every poll. Raises ``WaitTimeout`` (carrying the last
+        state seen) after ``timeout`` seconds.
+        """
+        started = time.monotonic()
+        while True:
+            sub = self.submission(submission_id)
+            elapsed = time.monotonic() - started
+            if progress is not None:
+                progress(sub, elapsed)
+            if sub.status in until:
+                return sub
+            if elapsed >= timeout:
+                raise WaitTimeout(sub, timeout)
+            self._sleep(max(0.0, min(interval, timeout - elapsed)))
+
+    def submission_cases(self, submission_id: int | SubmissionReceipt) -> list[dict[str, Any]]:
+        """``GET /api/submissions/{id}/cases/``: the per-case rows the owner may see."""
+        return list(self._get(f"/api/submissions/{_id(submission_id)}/cases/"))
+
+    def select(self, submission_id: int | SubmissionReceipt) -> Submission:
+        """``POST /api/submissions/{id}/select/``: the entrant's final choice for the private board."""
+        response = self._request("POST", f"/api/submissions/{_id(submission_id)}/select/", repeatable=True)
+        return Submission.from_json(self._json(response))
+
+    def verify(self, slug: str, predictions: Any, *, filename: str | None = None) -> VerifyResult:
+        """``POST /api/benchmarks/{slug}/verify/``: a dry run on the cases whose truth you may see; nothing saved."""
+        json_body, files, data = _submission_body(predictions, filename=filename)
+        response = self._request("POST", f"{self._b(slug)}/verify/", repeatable=True, json_body=json_body,
+                                 files=files, data=data)
+        return VerifyResult.from_json(self._json(response))
+
+    # -- rounds -----------------------------------------------------------------
+    def rounds(self, slug: str) -> list[Round]:
+        """``GET /api/benchmarks/{slug}/rounds/``: number, status, track, opens_at, closes_at, submissions."""
+        return [Round.from_json(r) for r in _items(self._get(f"{self._b(slug)}/rounds/"), "rounds")]
+
+    def round(self, slug: str, number: int) -> Round:
+        """``GET /api/benchmarks/{slug}/rounds/{n}/``: also truth_versions and, after close, the audit list."""
+        return Round.from_json(self._get(f"{self._b(slug)}/rounds/{int(number)}/"))
+
+    def open_round(self, slug: str) -> Round:
+        """The round that takes submissions now (the newest, if several are open)."""
+        current = self.benchmark(slug).current_round
+        if current is not None and current.status == "open":
+            return current
+        open_rounds = [r for r in self.rounds(slug) if r.status == "open"]
+        if not open_rounds:
+            raise NoOpenRound(f"{slug} has no round open for submissions")
+        return max(open_rounds, key=lambda r: r.number)
+
+    def universe(self, slug: str, round: int | None = None, *, path: str | os.PathLike | None = None) -> bytes:
+        """``GET /api/benchmarks/{slug}/rounds/{n}/universe/``: the universe CSV (the open round by default).
+
+        With ``path`` the CSV is also written there.
+        """
+        number = self.open_round(slug).number if round is None else int(round)
+        response = self._request("GET", f"{self._b(slug)}/rounds/{number}/universe/", repeatable=True,
+                                 headers={"Accept": "text/csv, */*"})
+        if path is not None:
+            Path(path).write_bytes(response.content)
+        return response.content
+
+    def history(self, slug: str, number: int) -> History:
+        """``GET /api/benchmarks/{slug}/rounds/{n}/history/``: every entrant's scores per truth version."""
+        return History.from_json(self._get(f"{self._b(slug)}/rounds/{int(number)}/history/"))
+
+    def comparison_sets(self, slug: str, *, track: str | None = None, page: int | None = None,
+                        page_size: int | None = None) -> list[ComparisonSet]:
+        """``GET /api/benchmarks/{slug}/comparison-sets/?track=...`` (portfolio)."""
+        data = self._get(f"{self._b(slug)}/comparison-sets/", track=track, page=page, page_size=page_size)
+        return [ComparisonSet.from_json(s) for s in _items(data, "sets")]
+
+    # -- staff round actions (never resent once they may have reached the server) --
+    def round_open(self, slug: str, universe: Any, *, closes_at: str | Any | None = None,
+                   track: str | None = None) -> Round:
+        """Staff: ``POST /api/benchmarks/{slug}/rounds/`` with the universe file; the new round."""
+        form = {"closes_at": _iso(closes_at), "track": track}
+        response = self._request("POST", f"{self._b(slug)}/rounds/", repeatable=False,
+                                 files={"universe": _file_part(universe, "universe.csv")},
+                                 data={k: v for k, v in form.items() if v is not None})
+        return Round.from_json(self._json(response))
+
+    def round_close(self, slug: str, number: int) -> Round:
+        """Staff: ``POST /api/benchmarks/{slug}/rounds/{n}/close/``; the round as it is now."""
+        response = self._request("POST", f"{self._b(slug)}/rounds/{int(number)}/close/", repeatable=False)
+        body = _json_or_none(response)
+        return Round.from_json(body) if isinstance(body, dict) and "number" in body else self.round(slug, number)
+
+    def stakes_load(self, slug: str, number: int, stakes: Any) -> dict[str, Any]:
+        """Staff: ``POST /api/benchmarks/{slug}/rounds/{n}/stakes/`` with CSV ``entrant,stake`` (replaces them)."""
+        response = self._request("POST", f"{self._b(slug)}/rounds/{int(number)}/stakes/", repeatable=False,
+                                 files={"file": _file_part(stakes, "stakes.csv")})
+        return _json_or_none(response) or {}
+
+    def truth_load(self, slug: str, number: int, truth: Any, *, interim: bool = False,
+                   as_of: str | Any | None = None) -> dict[str, Any]:
+        """Staff: ``POST /api/benchmarks/{slug}/rounds/{n}/truth/``: a new truth version (final unless ``interim``)."""
+        form = {"interim": "true" if interim else "false"}
+        if as_of is not None:
+            form["as_of"] = as_of.isoformat() if hasattr(as_of, "isoformat") else str(as_of)
+        response = self._request("POST", f"{self._b(slug)}/rounds/{int(number)}/truth/", repeatable=False,
+                                 files={"file": _file_part(truth, "truth.csv")}, data=form)
+        return _json_or_none(response) or {}
+
+
+# -- helpers ----------------------------------------------------------------------
+def _id(value: int | SubmissionReceipt | Submission) -> int:
+    return int(getattr(value, "id", value))
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _items(data: Any, key: str) -> list:
+    """A list answer, or the list under ``key`` (or ``results``/``rows``) of an object answer."""
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        for name in (key, "results", "rows"):
+            if isinstance(data.get(name), list):
+                return data[name]
+    raise LeaderboardError(f"expected a list of {key}, got {type(data).__name__}")
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _dataframe(obj: Any) -> Any | None:
+    """``obj`` as a pandas DataFrame with a named or non-default index turned into columns, or None."""
+    pandas = sys.modules.get("pandas")  # never imported here: a DataFrame means pandas is already loaded
+    if pandas is None or not isinstance(obj, pandas.DataFrame):
+        return None
+    if obj.index.name is not None or any(obj.index.names) or not isinstance(obj.index, pandas.RangeIndex):
+        obj = obj.reset_index()
+    return obj
+
+
+def _rows_csv(rows: list[dict]) -> bytes:
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue().encode()
+
+
+def _guess_name(data: bytes) -> str:
+    return "predictions.json" if data.lstrip()[:1] in (b"{", b"[") else "predictions.csv"
+
+
+def _content_type(name: str) -> str:
+    return "application/json" if name.lower().endswith(".json") else "text/csv"
+
+
+def _file_part(obj: Any, default_name: str) -> tuple[str, bytes, str]:
+    """A multipart file from a path, bytes, a DataFrame or a list of dicts (as CSV)."""
+    if isinstance(obj, (str, os.PathLike)):
+        path = Path(obj)
+        return path.name, path.read_bytes(), _content_type(path.name)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return default_name, bytes(obj), _content_type(default_name)
+    frame = _dataframe(obj)
+    if frame is not None:
+        return default_name, frame.to_csv(index=False).encode(), "text/csv"
+    if isinstance(obj, list) and all(isinstance(r, dict) for r in obj):
+        return default_name, _rows_csv(obj), "text/csv"
+    raise TypeError(f"expected a path, bytes, a pandas DataFrame or a list of dicts, got {type(obj).__name__}")
+
+
+def _submission_body(predictions: Any, *, filename: str | None, entrant: str | None = None,
+                     round: int | None = None) -> tuple[Any, Any, Any]:
+    """(json_body, files, form data) for an upload; exactly one of json_body and files is set."""
+    fields = {"entrant": entrant, "round": None if round is None else int(round)}
+    fields = {k: v for k, v in fields.items() if v is not None}
+    if isinstance(predictions, list) and all(isinstance(p, dict) for p in predictions):
+        return {"predictions": predictions, **fields}, None, None
+    if isinstance(predictions, dict):
+        name, data, ctype = filename or "predictions.json", json.dumps(predictions).encode(), "application/json"
+    elif isinstance(predictions, (bytes, bytearray, memoryview)):
+        data = bytes(predictions)
+        name = filename or _guess_name(data)
+        ctype = _content_type(name)
+    else:
+        name, data, ctype = _file_part(predictions, filename or "predictions.csv")
+        name = filename or name
+    return None, {"file": (name, data, ctype)}, {k: str(v) for k, v in fields.items()} or None

@@ -1,0 +1,312 @@
+"""The installed client against the real site: gunicorn on the test database and a real Celery worker.
+
+The client runs from its own virtual environment (``pip install ./client``,
+no Django): its Python API in a subprocess of that environment's interpreter,
+and its ``lb`` command, exactly as a participant's script would.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from leaderboard.core.api.auth import token_create
+from leaderboard.core.models import DailyQuota, Submission
+from leaderboard.core.services.benchmarks import benchmark_load_bundle
+from tests.client.fakes import DroppingProxy, closed_port_url
+from tests.conftest import MINI_ROWS, submission_csv, write_properties_bundle
+
+pytestmark = [pytest.mark.worker]
+
+SLUG = "live-props"
+LIMIT = 3
+GOOD = submission_csv(MINI_ROWS)
+# Row 3 of the file (ab01) carries text where property A needs a number.
+BAD = GOOD.replace(b"ab01,2.0,", b"ab01,abc,")
+
+
+@pytest.fixture(scope="module")
+def live(django_db_setup, django_db_blocker):
+    """One gunicorn and one Celery worker for the module, on this run's test database and broker."""
+    from tests.support.server import start_gunicorn
+    from tests.support.worker import purge_broker, start_worker, stop_worker, wait_until_ready
+
+    purge_broker()
+    worker = start_worker()
+    server, base = start_gunicorn(workers=2, threads=4)
+    try:
+        wait_until_ready(worker)
+        yield base
+    finally:
+        # Printed so a failure shows them; both processes must be gone before the test database is dropped.
+        print("---- gunicorn log (tail) ----\n" + stop_worker(server)[-3000:])
+        print("---- worker log (tail) ----\n" + stop_worker(worker)[-3000:])
+
+
+@pytest.fixture
+def site(transactional_db, live, tmp_path):
+    assert b"ab01,abc," in BAD
+    benchmark = benchmark_load_bundle(write_properties_bundle(tmp_path / "bundle", MINI_ROWS, slug=SLUG,
+                                                              daily_limit=LIMIT)).benchmark
+    user = get_user_model().objects.create_user("alice", password="pw-alice-123")
+    _, token = token_create(user=user)
+    (tmp_path / "good.csv").write_bytes(GOOD)
+    (tmp_path / "bad.csv").write_bytes(BAD)
+    yield SimpleNamespace(url=live, token=token, benchmark=benchmark, user=user, dir=tmp_path,
+                          good=str(tmp_path / "good.csv"), bad=str(tmp_path / "bad.csv"),
+                          env={"LEADERBOARD_URL": live, "LEADERBOARD_TOKEN": token})
+    # The worker outlives the test: let it finish what the test gave it before the
+    # database is emptied, or its open transaction and the flush deadlock.
+    from tests.support.worker import wait_for
+
+    from leaderboard.celery import app
+
+    def idle() -> bool:
+        with app.connection_for_write() as conn:
+            try:
+                waiting = conn.default_channel.queue_declare("scoring", passive=True).message_count
+            except conn.channel_errors:  # Redis: an empty queue does not exist
+                waiting = 0
+        _fresh()
+        return not waiting and not Submission.objects.filter(status="scoring").exists()
+
+    wait_for(idle, timeout=60, message="the worker to finish this test's submissions")
+
+
+def _python(venv_run, site, script: str, **args) -> dict:
+    """Run ``script`` with the client environment's Python; it prints one JSON object last."""
+    result = venv_run(["python", "-I", "-c", textwrap.dedent(script)],
+                      env={**site.env, "ARGS": json.dumps(args)}, cwd=site.dir)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    return json.loads(result.stdout.decode().strip().splitlines()[-1])
+
+
+def _lb(venv_run, site, *argv, env=None):
+    result = venv_run(["lb", *argv], env={**site.env, **(env or {})}, cwd=site.dir)
+    return SimpleNamespace(code=result.returncode, out=result.stdout.decode(), err=result.stderr.decode())
+
+
+def _fresh() -> None:
+    connection.close()  # read what the server and the worker committed
+
+
+def _used(site) -> int:
+    _fresh()
+    return DailyQuota.objects.filter(user=site.user, benchmark=site.benchmark).values_list("used", flat=True).first()
+
+
+def _next_utc_midnight() -> dt.datetime:
+    today = dt.datetime.now(dt.timezone.utc).date()
+    return dt.datetime.combine(today + dt.timedelta(days=1), dt.time.min, tzinfo=dt.timezone.utc)
+
+
+def test_client_venv_has_the_client_and_no_django(venv_run, tmp_path):
+    result = venv_run(["python", "-I", "-c", textwrap.dedent("""
+        import importlib.util, json, leaderboard_client
+        print(json.dumps({name: importlib.util.find_spec(name) is not None
+                          for name in ("leaderboard_client", "httpx", "django", "rest_framework", "pandas")}))
+    """)], cwd=tmp_path)
+    assert json.loads(result.stdout) == {"leaderboard_client": True, "httpx": True, "django": False,
+                                         "rest_framework": False, "pandas": False}
+    assert venv_run(["lb", "--version"], cwd=tmp_path).stdout.decode().strip() == "lb 0.1.0"
+
+
+def test_live_python_api_submit_wait_leaderboard(site, venv_run):
+    out = _python(venv_run, site, """
+        import json, os
+        from leaderboard_client import Client
+        args = json.loads(os.environ["ARGS"])
+        client = Client()  # LEADERBOARD_URL and LEADERBOARD_TOKEN
+        slug = args["slug"]
+        seen = []
+        receipt = client.submit(slug, args["good"])
+        scored = client.wait(receipt.id, timeout=60, interval=0.2, progress=lambda s, t: seen.append(s.status))
+        rows = [{"rank": r.rank, "entrant": r.entrant, "score": r.score, "submissions": r.submissions}
+                for r in client.iter_leaderboard(slug)]
+        page = client.leaderboard(slug, page=1, page_size=10)
+        second = client.submit(slug, args["rows"])  # a list of dicts: the JSON body
+        second_scored = client.wait(second, timeout=60, interval=0.2)
+        print(json.dumps({
+            "kind": client.benchmark(slug).kind, "listed": [b.slug for b in client.benchmarks()],
+            "receipt": [receipt.id, receipt.status, receipt.remaining_today, len(receipt.audit_hash)],
+            "scored": [scored.status, scored.scores["public"]["score"], scored.audit_hash == receipt.audit_hash],
+            "seen": seen, "rows": rows, "page": [page.count, page.next],
+            "second": [second.remaining_today, second_scored.status],
+            "mine": [s.id for s in client.submissions(slug)],
+            "cases": isinstance(client.submission_cases(receipt.id), list),
+        }))
+    """, slug=SLUG, good=site.good, rows=[{k: r[k] for k in ("sequence_id", "A", "B", "fold")} for r in MINI_ROWS])
+    assert out["kind"] == "properties" and SLUG in out["listed"]
+    sub_id, status, remaining, hash_len = out["receipt"]
+    assert status == "queued" and remaining == LIMIT - 1 and hash_len == 64
+    # The predictions are the truth itself: Spearman 1 and top-10% recall 1, so 0.6 * 1 + 0.4 * 1.
+    assert out["scored"][0] == "scored" and out["scored"][1] == pytest.approx(1.0) and out["scored"][2]
+    assert out["seen"][-1] == "scored" and set(out["seen"]) <= {"queued", "scoring", "scored"}
+    assert out["rows"] == [{"rank": 1, "entrant": "alice", "score": pytest.approx(1.0), "submissions": 1}]
+    assert out["page"][0] == 1 and out["page"][1] is None
+    assert out["second"] == [LIMIT - 2, "scored"]
+    _fresh()
+    assert out["mine"] == list(Submission.objects.filter(user=site.user).order_by("-received_at", "-id")
+                               .values_list("id", flat=True))
+    assert out["cases"] is True
+
+
+def test_live_python_api_rejected_file_and_daily_limit(site, venv_run):
+    out = _python(venv_run, site, """
+        import json, os
+        from leaderboard_client import Client, DailyLimitReached, InvalidRequest
+        args = json.loads(os.environ["ARGS"])
+        client = Client(os.environ["LEADERBOARD_URL"], os.environ["LEADERBOARD_TOKEN"])
+        result = {}
+        try:
+            client.submit(args["slug"], args["bad"])
+        except InvalidRequest as exc:
+            result["rejected"] = [exc.status, [[e.row, e.column, e.message] for e in exc.errors]]
+        result["accepted"] = [client.submit(args["slug"], args["good"]).remaining_today for _ in range(args["limit"])]
+        try:
+            client.submit(args["slug"], args["good"])
+        except DailyLimitReached as exc:
+            result["limit"] = [exc.status, exc.reset_at.isoformat(), exc.retry_after, exc.detail]
+        print(json.dumps(result))
+    """, slug=SLUG, good=site.good, bad=site.bad, limit=LIMIT)
+    status, errors = out["rejected"]
+    assert status == 400 and [3, "A"] in [e[:2] for e in errors]
+    assert out["accepted"] == [2, 1, 0]  # the rejected file did not count
+    status, reset_at, retry_after, detail = out["limit"]
+    midnight = _next_utc_midnight()
+    assert status == 429 and dt.datetime.fromisoformat(reset_at) == midnight
+    assert abs(retry_after - (midnight - dt.datetime.now(dt.timezone.utc)).total_seconds()) < 120
+    assert f"resets at {midnight:%Y-%m-%d} 00:00 UTC" in detail
+    _fresh()
+    assert Submission.objects.filter(user=site.user).count() == LIMIT
+
+
+def test_live_python_api_retry_after_a_lost_answer_is_counted_once(site, venv_run):
+    """The proxy lets the upload reach the server, then loses the answer: the client resends with its key."""
+    proxy = DroppingProxy(site.url, drop=1)
+    try:
+        out = _python(venv_run, site, """
+            import json, os
+            from leaderboard_client import Client
+            args = json.loads(os.environ["ARGS"])
+            receipt = Client(args["proxy"], os.environ["LEADERBOARD_TOKEN"], backoff=0.05).submit(args["slug"],
+                                                                                                    args["good"])
+            print(json.dumps({"id": receipt.id, "replayed": receipt.replayed, "key": receipt.idempotency_key,
+                              "remaining": receipt.remaining_today}))
+        """, slug=SLUG, good=site.good, proxy=proxy.url)
+    finally:
+        proxy.close()
+    assert proxy.posts == [{"key": out["key"], "dropped": True}, {"key": out["key"], "dropped": False}]
+    assert out["replayed"] is True and out["remaining"] == LIMIT - 1
+    _fresh()
+    assert list(Submission.objects.filter(user=site.user).values_list("id", flat=True)) == [out["id"]]
+    assert _used(site) == 1
+
+
+def test_live_python_api_same_key_twice_is_one_submission_and_no_key_is_not_resent(site, venv_run):
+    proxy = DroppingProxy(site.url, drop=1)
+    try:
+        out = _python(venv_run, site, """
+            import json, os
+            from leaderboard_client import Client, NetworkError
+            args = json.loads(os.environ["ARGS"])
+            client = Client()
+            first = client.submit(args["slug"], args["good"], idempotency_key="round-7-alice")
+            again = client.submit(args["slug"], args["good"], idempotency_key="round-7-alice")
+            unkeyed = Client(args["proxy"], os.environ["LEADERBOARD_TOKEN"], backoff=0.05)
+            try:
+                unkeyed.submit(args["slug"], args["good"], idempotency_key="")
+                lost = None
+            except NetworkError as exc:
+                lost = str(exc)
+            print(json.dumps({"ids": [first.id, again.id], "replayed": [first.replayed, again.replayed],
+                              "lost": lost}))
+        """, slug=SLUG, good=site.good, proxy=proxy.url)
+    finally:
+        proxy.close()
+    assert out["ids"][0] == out["ids"][1] and out["replayed"] == [False, True]
+    # Without a key the client does not resend a request that may have arrived: it says so instead.
+    assert "no answer" in out["lost"] and proxy.posts == [{"key": None, "dropped": True}]
+    _fresh()
+    assert Submission.objects.filter(user=site.user).count() == 2 and _used(site) == 2
+
+
+def test_live_lb_submit_wait_status_and_leaderboard(site, venv_run):
+    listed = _lb(venv_run, site, "benchmarks", "--format", "csv")
+    assert listed.code == 0 and [SLUG, "properties", "Live Props", "1"] in list(csv.reader(io.StringIO(listed.out)))
+
+    done = _lb(venv_run, site, "submit", SLUG, site.good, "--wait", "--interval", "0.2")
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    sub_id = int(lines[0].removeprefix("id: "))
+    assert lines[1] == "status: queued" and lines[3] == f"remaining_today: {LIMIT - 1}"
+    assert "status: scored" in lines and any(line.split() == ["public", "score", "1"] for line in lines)
+    # The progress line went to stderr, one line per status change (stderr is not a terminal here).
+    assert done.err.splitlines()[-1].startswith(f"lb: submission {sub_id}: scored (")
+
+    status = _lb(venv_run, site, "status", str(sub_id))
+    assert status.code == 0 and "status: scored" in status.out.splitlines()
+
+    board = _lb(venv_run, site, "leaderboard", SLUG, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(board.out)))
+    assert board.code == 0 and [(r["rank"], r["entrant"], float(r["score"])) for r in rows] == [("1", "alice", 1.0)]
+    as_json = _lb(venv_run, site, "leaderboard", SLUG, "--format", "json")
+    assert [(r["rank"], r["entrant"], r["submission_id"]) for r in json.loads(as_json.out)] == [(1, "alice", sub_id)]
+    table = _lb(venv_run, site, "leaderboard", SLUG)
+    assert table.out.splitlines()[0].split()[:3] == ["rank", "entrant", "score"] and "alice" in table.out
+
+
+def test_live_lb_rejected_file_exits_3_with_row_and_column(site, venv_run):
+    result = _lb(venv_run, site, "submit", SLUG, site.bad)
+    assert result.code == 3, result.err
+    assert result.out == "" and result.err.startswith("lb: rejected: ")
+    assert any(line.strip().startswith("row 3, column A:") for line in result.err.splitlines()), result.err
+    _fresh()
+    assert not Submission.objects.exists()
+
+
+def test_live_lb_daily_limit_exits_4_with_the_reset_time(site, venv_run):
+    remaining = []
+    for _ in range(LIMIT):
+        result = _lb(venv_run, site, "submit", SLUG, site.good)
+        assert result.code == 0, result.err
+        remaining.append(result.out.splitlines()[3])
+    assert remaining == [f"remaining_today: {n}" for n in (2, 1, 0)]
+    refused = _lb(venv_run, site, "submit", SLUG, site.good)
+    assert refused.code == 4 and refused.out == ""
+    assert f"lb: resets at {_next_utc_midnight():%Y-%m-%d %H:%M:%S} UTC (Retry-After: " in refused.err
+    assert "Daily limit reached" in refused.err
+
+
+def test_live_lb_not_found_network_and_timeout_exit_codes(site, venv_run):
+    assert _lb(venv_run, site, "submit", "no-such-benchmark", site.good).code == 5
+    missing = _lb(venv_run, site, "status", "987654321")
+    assert missing.code == 5 and "(HTTP 404)" in missing.err
+    down = _lb(venv_run, site, "benchmarks", env={"LEADERBOARD_URL": closed_port_url()})
+    assert down.code == 6 and "could not connect" in down.err
+    unauthorised = _lb(venv_run, site, "status", "1", env={"LEADERBOARD_TOKEN": "not-a-token"})
+    assert unauthorised.code == 8 and "(HTTP 401)" in unauthorised.err
+
+    sub_id = int(_lb(venv_run, site, "submit", SLUG, site.good, "--wait").out.splitlines()[0].removeprefix("id: "))
+    # As if the workers were busy: the submission is back in the queue and nothing takes it.
+    Submission.objects.filter(pk=sub_id).update(status="queued", status_reason="waiting for a worker")
+    waited = _lb(venv_run, site, "status", str(sub_id), "--wait", "--timeout", "1", "--interval", "0.2")
+    assert waited.code == 7 and f"submission {sub_id} is still queued after 1 s" in waited.err
+
+
+def test_live_dataframe_upload_in_this_process(site):
+    """pandas is optional for the client; where it is installed, a DataFrame is an upload (here: this venv)."""
+    pandas = pytest.importorskip("pandas")
+    from leaderboard_client import Client
+
+    frame = pandas.DataFrame(MINI_ROWS).set_index("sequence_id")[["A", "B", "fold"]]
+    with Client(site.url, site.token) as client:
+        scored = client.wait(client.submit(SLUG, frame), timeout=60, interval=0.2)
+    assert scored.status == "scored" and scored.scores["public"]["score"] == pytest.approx(1.0)
