@@ -11,46 +11,9 @@ from pathlib import Path
 
 import dj_database_url
 
+from leaderboard.env import envbool, envfloat, envint, envlist
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def envbool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name}={value!r} is not a boolean (use true/false)")
-
-
-def envint(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not an integer") from None
-
-
-def envfloat(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not a number") from None
-
-
-def envlist(name: str, default: list[str]) -> list[str]:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return [v.strip() for v in value.split(",") if v.strip()]
-
 
 DATA_DIR = Path(os.environ.get("DATA_DIR") or BASE_DIR / "data")
 DATA_DIR.mkdir(parents=True, exist_ok=True)
