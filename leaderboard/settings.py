@@ -193,7 +193,7 @@ if REDIS_URL:
         "socket_connect_timeout": envfloat("REDIS_CONNECT_TIMEOUT", 1.0),
     }
 else:
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost/"  # the host is a placeholder kombu wants
     _broker_dir = DATA_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),

@@ -1,4 +1,4 @@
-"""Run the real site in separate gunicorn processes against the test database."""
+"""Run the real site in separate gunicorn processes (the production config) against the test database."""
 from __future__ import annotations
 
 import socket
@@ -23,7 +23,7 @@ def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | 
     port = free_port()
     log = tempfile.NamedTemporaryFile("w+", prefix="gunicorn-", suffix=".log", delete=False)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "leaderboard.wsgi:application", "--bind", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "gunicorn", "-c", "python:leaderboard.gunicorn_conf", "--bind", f"127.0.0.1:{port}",
          "--workers", str(workers), "--threads", str(threads), "--timeout", "60"],
         cwd=ROOT, env=worker_env(env_overrides), stdout=log, stderr=subprocess.STDOUT,
     )

@@ -99,11 +99,12 @@ class Command(BaseCommand):
                 web += ["--workers", str(workers)]
             if threads:
                 web += ["--threads", str(threads)]
+        # With JSON logs, no banners: every line on stderr is then one JSON object.
+        celery = [py, "-m", "celery", "-A", "leaderboard", *(["--quiet"] if settings.LOG_FORMAT == "json" else [])]
         self.children = [
             Child("web", web),
-            Child("beat", [py, "-m", "celery", "-A", "leaderboard", "beat",
-                           "--schedule", str(settings.CELERY_BEAT_SCHEDULE_FILENAME)]),
-            Child("worker", [py, "-m", "celery", "-A", "leaderboard", "worker", "--queues", "scoring",
+            Child("beat", [*celery, "beat", "--schedule", str(settings.CELERY_BEAT_SCHEDULE_FILENAME)]),
+            Child("worker", [*celery, "worker", "--queues", "scoring",
                              "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
                              "--hostname", f"serve-{os.getpid()}@%h"]),
         ]
