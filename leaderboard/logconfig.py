@@ -31,6 +31,22 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+class QuietRoutineFilter(logging.Filter):
+    """Drops Celery's INFO lines about the periodic sweep (sent, received, succeeded: six a minute).
+
+    The sweep says itself when it did something (``leaderboard.submissions``
+    "sweep: ..."); with LOG_LEVEL=DEBUG it also says when it found nothing.
+    """
+
+    ROUTINE = ("sweep_stuck_submissions", "sweep-stuck-submissions")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO or not record.name.startswith("celery"):
+            return True
+        message = record.getMessage()
+        return not any(word in message for word in self.ROUTINE)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request_id, and the traceback if any."""
 
@@ -70,14 +86,15 @@ def logging_config(*, fmt: str = "plain", level: str = "INFO") -> dict:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"request_id": {"()": "leaderboard.logconfig.RequestIdFilter"}},
+        "filters": {"request_id": {"()": "leaderboard.logconfig.RequestIdFilter"},
+                    "quiet_routine": {"()": "leaderboard.logconfig.QuietRoutineFilter"}},
         "formatters": {
             "plain": {"format": PLAIN_FORMAT},
             "json": {"()": "leaderboard.logconfig.JsonFormatter"},
         },
         "handlers": {
             "console": {"class": "logging.StreamHandler", "formatter": "json" if fmt == "json" else "plain",
-                        "filters": ["request_id"], "stream": "ext://sys.stderr"},
+                        "filters": ["request_id", "quiet_routine"], "stream": "ext://sys.stderr"},
         },
         "root": {"handlers": ["console"], "level": "WARNING"},
         "loggers": {

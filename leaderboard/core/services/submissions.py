@@ -453,6 +453,5 @@ def submissions_sweep_stuck(*, now: dt.datetime | None = None) -> dict[str, int]
                 submission_set_status(sub, Status.QUEUED, f"requeued: {why}")
                 _enqueue_on_commit(sub.pk)
                 counts["requeued"] += 1
-    if stuck or counts["published"]:
-        log.info("sweep: %s", counts)
+    log.log(logging.INFO if stuck or counts["published"] else logging.DEBUG, "sweep: %s", counts)
     return counts
