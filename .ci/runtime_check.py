@@ -9,8 +9,8 @@ dependency of kombu's Redis transport).
 With DATABASE_URL set it works in a database of its own (the name with
 `_runtime` appended, dropped and created afresh); with REDIS_URL set the broker
 and cache are Redis. Neither set: SQLite and the file broker in a temporary
-folder. Steps: migrate, collectstatic, a user and token, a small benchmark;
-then `manage.py serve` (gunicorn, a Celery worker and beat, as `make demo`
+folder. Steps: migrate, collectstatic, a user and token, a small benchmark, the
+demo data (`demo_setup`); then `manage.py serve` (gunicorn, a Celery worker and beat, as `make demo`
 runs it) with DEBUG off; one upload over HTTP must end `scored`; a page and a
 static file must answer; Ctrl-C (SIGINT) must stop it all cleanly.
 """
@@ -124,6 +124,7 @@ def main() -> int:
         manage(env, "collectstatic", "--noinput")
         token = manage(env, "apitoken", "runtime-check", "--create").strip()
         manage(env, "load_benchmark", str(write_bundle(work / "bundle")))
+        manage(env, "demo_setup")  # what `make demo` loads, from the same runtime-only install
 
         port = free_port()
         base = f"http://127.0.0.1:{port}"
@@ -144,7 +145,8 @@ def main() -> int:
             time.sleep(0.3)
         say(f"serving on {base}")
 
-        for path in ("/", "/b/runtime-check/", "/static/core/site.css"):
+        for path in ("/", "/b/runtime-check/", "/b/antibody-developability/", "/b/oncology-catalysts/",
+                     "/static/core/site.css", "/api/schema/"):
             status, _ = request("GET", base + path)
             if status != 200:
                 raise SystemExit(f"GET {path} answered {status}")

@@ -3,32 +3,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from rest_framework import status
-from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from scoring.errors import RowError
 
-
-class InputRejected(APIException):
-    """Client input refused before it reached the database (a control character, nesting, a length)."""
-
-    status_code = status.HTTP_400_BAD_REQUEST
-    default_detail = "invalid input"
-
-    def __init__(self, errors: list[RowError]):
-        self.errors = errors
-        super().__init__(errors[0].message if errors else self.default_detail)
-
-    @classmethod
-    def from_bad_input(cls, exc, *, field: str | None = None) -> "InputRejected":
-        """From ``leaderboard.core.inputs.BadInput``: a prediction's row is its 1-based position."""
-        where = exc.where or field
-        if exc.index is not None and where and where.startswith("predictions["):
-            column = where.split("].", 1)[1] if "]." in where else None
-            return cls([RowError(exc.message, row=exc.index + 1, column=column)])
-        return cls([RowError(f"{where}: {exc.message}" if where else exc.message, column=where)])
+from leaderboard.core.api.parsers import InputRejected
 
 
 def error_response(errors: list[RowError], status: int, headers: dict | None = None, **extra) -> Response:

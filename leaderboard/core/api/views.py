@@ -14,8 +14,8 @@ from scoring.errors import RowError
 
 from leaderboard.core import selectors
 from leaderboard.core.api import serializers as s
-from leaderboard.core.api.errors import InputRejected, error_response
-from leaderboard.core.api.parsers import CheckedJSONParser
+from leaderboard.core.api.errors import error_response
+from leaderboard.core.api.parsers import CheckedJSONParser, InputRejected
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.inputs import BadInput, json_loads_checked
 from leaderboard.core.models import Benchmark, Case, Submission
