@@ -20,6 +20,13 @@ log = logging.getLogger("leaderboard.cache")
 
 RETRY_AFTER_SECONDS = 5.0
 
+# Django makes one cache object per thread; the fallback data and the "Redis is
+# down" state are per process (keyed by location), so every thread of a server
+# process counts throttles in one place and gives Redis one try per period.
+_state_lock = threading.Lock()
+_down_until: dict[str, float] = {}
+_down_logged: set[str] = set()
+
 
 def _redis_errors() -> tuple[type[BaseException], ...]:
     import redis
@@ -30,27 +37,29 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
 class ResilientRedisCache(RedisCache):
     def __init__(self, server, params):
         super().__init__(server, params)
+        self._location = server if isinstance(server, str) else ",".join(server)
         fallback_params = {k: v for k, v in params.items() if k in ("TIMEOUT", "KEY_PREFIX", "VERSION", "KEY_FUNCTION")}
         fallback_params["OPTIONS"] = {"MAX_ENTRIES": 10_000}
-        self._fallback = LocMemCache(f"redis-fallback-{id(self)}", fallback_params)
+        # LocMemCache instances of one name share their data within the process.
+        self._fallback = LocMemCache(f"redis-fallback:{self._location}", fallback_params)
         self._errors = _redis_errors()
-        self._down_until = 0.0
-        self._down = False
-        self._state_lock = threading.Lock()
+
+    def _is_down(self) -> bool:
+        return time.monotonic() < _down_until.get(self._location, 0.0)
 
     def _failed(self, exc: BaseException) -> None:
-        with self._state_lock:
-            self._down_until = time.monotonic() + RETRY_AFTER_SECONDS
-            if not self._down:
-                self._down = True
+        with _state_lock:
+            _down_until[self._location] = time.monotonic() + RETRY_AFTER_SECONDS
+            if self._location not in _down_logged:
+                _down_logged.add(self._location)
                 log.warning("Redis cache unreachable (%s: %s); this process answers from its own memory "
                             "and tries Redis again every %.0f s", type(exc).__name__, exc, RETRY_AFTER_SECONDS)
 
     def _worked(self) -> None:
-        if self._down:
-            with self._state_lock:
-                if self._down:
-                    self._down = False
+        if self._location in _down_logged:
+            with _state_lock:
+                if self._location in _down_logged:
+                    _down_logged.discard(self._location)
                     log.warning("Redis cache reachable again")
 
 
@@ -58,7 +67,7 @@ def _resilient(name: str):
     redis_method = getattr(RedisCache, name)
 
     def method(self, *args, **kwargs):
-        if time.monotonic() < self._down_until:
+        if self._is_down():
             return getattr(self._fallback, name)(*args, **kwargs)
         try:
             result = redis_method(self, *args, **kwargs)
