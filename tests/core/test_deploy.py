@@ -177,3 +177,25 @@ def test_deploy_compose_file_puts_the_proxy_in_front_and_runs_one_beat():
     web = compose.split("\n  web:", 1)[1].split("\n  worker:", 1)[0]
     assert "ports:" not in web, "only the proxy may publish a port"
     assert "celery -A leaderboard beat" in compose and "celery -A leaderboard worker" in compose
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deploy_compose_web_healthcheck_passes_against_the_production_settings():
+    """The healthcheck must pass with SECURE_SSL_REDIRECT and a real ALLOWED_HOSTS, or the proxy never starts."""
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    command = compose["services"]["web"]["healthcheck"]["test"]
+    assert command[:3] == ["CMD", "python", "-c"]
+    proc, base = start_gunicorn(workers=1, threads=2, env_overrides=PRODUCTION_ENV, ready_headers={
+        "Host": "leaderboard.example.org", "X-Forwarded-Proto": "https"})
+    port = base.rsplit(":", 1)[1]
+    try:
+        plain = subprocess.run([sys.executable, "-c", f"import urllib.request as r; r.urlopen('{base}/api/benchmarks/', "
+                                                      "timeout=5)"], capture_output=True, text=True)
+        check = subprocess.run([sys.executable, "-c", command[3].replace("127.0.0.1:8000", f"127.0.0.1:{port}")],
+                               env={**os.environ, **PRODUCTION_ENV}, capture_output=True, text=True, timeout=30)
+    finally:
+        log = stop_worker(proc)
+    assert plain.returncode != 0  # a bare request is redirected to HTTPS / refused for its Host
+    assert check.returncode == 0, check.stderr + log[-2000:]

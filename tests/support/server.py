@@ -19,7 +19,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | None = None):
+def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | None = None,
+                   ready_headers: dict | None = None):
+    """gunicorn on a free port; ready once /api/benchmarks/ answers 200 (asked with ``ready_headers``)."""
     port = free_port()
     log = tempfile.NamedTemporaryFile("w+", prefix="gunicorn-", suffix=".log", delete=False)
     proc = subprocess.Popen(
@@ -34,7 +36,8 @@ def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | 
         if proc.poll() is not None:
             raise RuntimeError("gunicorn exited:\n" + Path(log.name).read_text())
         try:
-            urllib.request.urlopen(base + "/api/benchmarks/", timeout=2)
+            urllib.request.urlopen(urllib.request.Request(base + "/api/benchmarks/", headers=ready_headers or {}),
+                                   timeout=2)
             return proc, base
         except (urllib.error.URLError, ConnectionError, OSError):
             time.sleep(0.2)
