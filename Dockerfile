@@ -7,6 +7,10 @@ COPY scoring ./scoring
 COPY templates ./templates
 COPY static ./static
 COPY manage.py ./
-RUN pip install --no-cache-dir -e .
+# The runtime dependencies only, as `make runtime-check` proves them.
+RUN pip install --no-cache-dir -e . \
+    && useradd --create-home --uid 1000 app \
+    && mkdir -p /data && chown app:app /data
+USER app
 EXPOSE 8000
-CMD ["gunicorn", "leaderboard.wsgi:application", "--bind", "0.0.0.0:8000"]
+CMD ["gunicorn", "-c", "python:leaderboard.gunicorn_conf", "--bind", "0.0.0.0:8000"]

@@ -1,13 +1,40 @@
+import logging.config
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import setup_logging, task_postrun, task_prerun, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
 
 app = Celery("leaderboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["leaderboard.core"])
+
+
+@setup_logging.connect
+def _logging(**kwargs):
+    # Worker and beat log like the web server (settings.LOGGING: plain or JSON
+    # lines on stderr, with a request id), not in Celery's own format.
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)
+
+
+@task_prerun.connect
+def _task_request_id(task_id=None, task=None, **kwargs):
+    # Lines written while a task runs carry the id of the request that enqueued
+    # it (a header set by the outbox), else the task's own id.
+    from leaderboard.logconfig import request_id_var
+
+    enqueued_by = getattr(task.request, "lb_request_id", None) if task is not None else None
+    request_id_var.set(enqueued_by if enqueued_by and enqueued_by != "-" else f"task-{task_id}")
+
+
+@task_postrun.connect
+def _task_request_id_done(**kwargs):
+    from leaderboard.logconfig import request_id_var
+
+    request_id_var.set("-")
 
 
 @worker_process_init.connect

@@ -11,46 +11,10 @@ from pathlib import Path
 
 import dj_database_url
 
+from leaderboard.env import envbool, envchoice, envfloat, envint, envlist, envstr
+from leaderboard.logconfig import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def envbool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name}={value!r} is not a boolean (use true/false)")
-
-
-def envint(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not an integer") from None
-
-
-def envfloat(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not a number") from None
-
-
-def envlist(name: str, default: list[str]) -> list[str]:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return [v.strip() for v in value.split(",") if v.strip()]
-
 
 DATA_DIR = Path(os.environ.get("DATA_DIR") or BASE_DIR / "data")
 DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -80,6 +44,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every answer, a 500 included, carries X-Request-ID, and every log line the id.
+    "leaderboard.core.middleware.RequestIdMiddleware",
+    "leaderboard.core.middleware.RejectControlCharactersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -157,10 +124,19 @@ LOGOUT_REDIRECT_URL = "benchmark_list"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Falls back to each process's memory while Redis is unreachable (leaderboard/core/cache.py).
+    CACHES = {"default": {"BACKEND": "leaderboard.core.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
+                          "OPTIONS": {"socket_connect_timeout": envfloat("REDIS_CONNECT_TIMEOUT", 1.0),
+                                      "socket_timeout": envfloat("REDIS_TIMEOUT", 2.0)}}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                           "LOCATION": DATA_DIR / "cache"}}
+
+# How many reverse proxies of ours stand in front of the web server. 0: the
+# client's address is the connection's (REMOTE_ADDR) and X-Forwarded-For is
+# ignored. N: the address N entries from the right of X-Forwarded-For, the one
+# our outermost proxy saw; entries further left are the client's own claims.
+TRUSTED_PROXY_COUNT = envint("TRUSTED_PROXY_COUNT", 0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -169,6 +145,13 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "leaderboard.core.api.parsers.CheckedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    # Throttles key anonymous clients on this address (see TRUSTED_PROXY_COUNT).
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
@@ -180,6 +163,7 @@ REST_FRAMEWORK = {
         "upload": os.environ.get("THROTTLE_UPLOAD", "120/min"),
         "verify": os.environ.get("THROTTLE_VERIFY", "30/min"),
         "login": os.environ.get("THROTTLE_LOGIN", "20/min"),
+        "signup": os.environ.get("THROTTLE_SIGNUP", "10/hour"),
     },
     "EXCEPTION_HANDLER": "leaderboard.core.api.errors.exception_handler",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
@@ -202,11 +186,14 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         # An unacknowledged task of a dead worker goes back to the queue after
-        # this many seconds; the stuck-submission sweep covers the rest.
+        # this many seconds. A backstop only: heartbeats and the sweep requeue
+        # a dead worker's submission within a minute, and a long healthy task
+        # is never redelivered before this.
         "visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", 600),
+        "socket_connect_timeout": envfloat("REDIS_CONNECT_TIMEOUT", 1.0),
     }
 else:
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost/"  # the host is a placeholder kombu wants
     _broker_dir = DATA_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
@@ -225,16 +212,34 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_DEFAULT_QUEUE = "scoring"
+# Workers and beat wait for a broker that is down, however long, rather than exit.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# Celery's processes log through LOGGING below (leaderboard/celery.py).
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+SWEEP_INTERVAL_SECONDS = envfloat("SWEEP_INTERVAL_SECONDS", 10.0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-submissions": {
         "task": "leaderboard.sweep_stuck_submissions",
-        "schedule": envfloat("SWEEP_INTERVAL_SECONDS", 60.0),
+        "schedule": SWEEP_INTERVAL_SECONDS,
+        # A sweep nobody ran in time is dropped, not piled up behind a busy queue.
+        "options": {"expires": SWEEP_INTERVAL_SECONDS},
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 
-# A submission queued or scoring for longer than this is requeued by the sweep,
-# and failed with a reason after SCORING_MAX_ATTEMPTS tries.
+# A worker scoring a submission writes a heartbeat every SCORING_HEARTBEAT_SECONDS;
+# the sweep requeues a submission whose heartbeat is older than
+# SCORING_HEARTBEAT_TIMEOUT_SECONDS (its worker died): requeued at most
+# timeout + sweep interval (40 s by default) after the death.
+SCORING_HEARTBEAT_SECONDS = envfloat("SCORING_HEARTBEAT_SECONDS", 5.0)
+SCORING_HEARTBEAT_TIMEOUT_SECONDS = envfloat("SCORING_HEARTBEAT_TIMEOUT_SECONDS", 30.0)
+# Uploads whose task never reached the broker wait this long (the request that
+# stored them may still be publishing) before the sweep publishes them.
+OUTBOX_GRACE_SECONDS = envfloat("OUTBOX_GRACE_SECONDS", 5.0)
+# A submission queued (and handed to the broker) or scoring without heartbeats
+# for longer than this is requeued by the sweep, and failed with a reason
+# after SCORING_MAX_ATTEMPTS tries.
 SCORING_STUCK_AFTER_SECONDS = envint("SCORING_STUCK_AFTER_SECONDS", 300)
 SCORING_MAX_ATTEMPTS = envint("SCORING_MAX_ATTEMPTS", 3)
 # Slow motion for demonstrations and the worker-killed test: seconds a scoring
@@ -247,16 +252,23 @@ DEID_LLM_MODEL = os.environ.get("DEID_LLM_MODEL", "")
 DEID_LLM_API_KEY = os.environ.get("DEID_LLM_API_KEY", "")
 DEID_LLM_TIMEOUT = envfloat("DEID_LLM_TIMEOUT", 60.0)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "loggers": {
-        "leaderboard": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    },
-}
+# Every process logs to stderr, plain or JSON lines, each line with its request
+# (or task) id; unhandled exceptions with their traceback (leaderboard/logconfig.py).
+LOG_FORMAT = envchoice("LOG_FORMAT", "plain", ("plain", "json"))
+LOG_LEVEL = envstr("LOG_LEVEL", "INFO").upper()
+LOGGING = logging_config(fmt=LOG_FORMAT, level=LOG_LEVEL)
 
-if not DEBUG:
-    SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", True)
-    CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", True)
+# --- HTTPS behind a proxy (docs/deploy.md) ------------------------------------
+# "HTTP_X_FORWARDED_PROTO,https": the proxy says which requests came over HTTPS.
+# Only set it when a proxy of ours sets that header and strips the client's.
+_proxy_ssl = envlist("SECURE_PROXY_SSL_HEADER", [])
+if _proxy_ssl:
+    if len(_proxy_ssl) != 2:
+        raise ValueError("SECURE_PROXY_SSL_HEADER must be 'HEADER,value', e.g. HTTP_X_FORWARDED_PROTO,https")
+    SECURE_PROXY_SSL_HEADER = (_proxy_ssl[0], _proxy_ssl[1])
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)

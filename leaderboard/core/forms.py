@@ -4,7 +4,7 @@ from django.contrib.auth.models import User
 
 
 class SignupForm(UserCreationForm):
-    email = forms.EmailField(required=False, help_text="Optional.")
+    email = forms.EmailField(required=False, max_length=254, help_text="Optional.")
 
     class Meta:
         model = User

@@ -16,6 +16,7 @@ from pathlib import PurePath
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 
@@ -165,6 +166,11 @@ class Entrant(models.Model):
 
     class Meta:
         ordering = ["name", "id"]
+        constraints = [
+            # Names are unique ignoring case ("Ada" and "ada" would look the same on a board);
+            # concurrent creations of one name collapse here, not in a count-then-insert.
+            models.UniqueConstraint(Lower("name"), name="entrant_name_unique_ci"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -229,6 +235,12 @@ class Submission(models.Model):
     # False once a server-side failure refunded the daily quota.
     counts_against_limit = models.BooleanField(default=True)
     attempts = models.PositiveIntegerField(default=0)
+    # The outbox: null while the scoring task for the current queued state has not
+    # reached the broker (it was down); the sweep publishes such rows.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    # Written every few seconds by the worker while scoring; a stale one means the
+    # worker died and the sweep requeues the submission.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     truth_version = models.ForeignKey(TruthVersion, null=True, blank=True, on_delete=models.SET_NULL,
                                       related_name="+")
     # The client's Idempotency-Key header, unique per user: a retried upload

@@ -7,7 +7,8 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseServerError, JsonResponse
+from django.template.loader import render_to_string
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils.decorators import method_decorator
@@ -16,7 +17,7 @@ from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import presentation, selectors
 from leaderboard.core.api.auth import token_create
-from leaderboard.core.api.views import csv_response
+from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
@@ -117,9 +118,11 @@ def case_detail(request, slug, case_id):
     is never shown here, to anyone; the original text only to staff."""
     b = _benchmark(request, slug)
     sub = None
-    if request.user.is_authenticated and request.GET.get("submission", "").isdigit():
+    submission_param = request.GET.get("submission", "")
+    if request.user.is_authenticated and submission_param.isascii() and submission_param.isdigit() \
+            and len(submission_param) < 19:
         sub = (Submission.objects.visible_to(request.user).select_related("benchmark", "round")
-               .filter(benchmark=b, pk=int(request.GET["submission"])).first())
+               .filter(benchmark=b, pk=int(submission_param)).first())
     case = selectors.round_case(sub.round if sub else selectors.leaderboard_round(b), case_id)
     if case is None:
         raise Http404("no such case")
@@ -288,11 +291,27 @@ def submission_select_view(request, pk):
     return redirect("submission_detail", pk=sub.pk)
 
 
+def _throttled(request, throttle, template: str, context: dict):
+    """The form page again with 429 and Retry-After, when ``throttle`` refuses this client address."""
+    if throttle.allow_request(request, None):
+        return None
+    wait = int(throttle.wait() or 60)
+    response = render(request, template, {**context, "throttled": wait}, status=429)
+    response["Retry-After"] = str(wait)
+    return response
+
+
 @require_http_methods(["GET", "POST"])
 def signup(request):
+    from leaderboard.core.api.throttles import SignupThrottle
+
     if request.user.is_authenticated:
         return redirect("benchmark_list")
     form = SignupForm(request.POST or None)
+    if request.method == "POST":
+        refused = _throttled(request, SignupThrottle(), "registration/signup.html", {"form": SignupForm()})
+        if refused is not None:
+            return refused
     if request.method == "POST" and form.is_valid():
         user = form.save()
         entrant_default(user)
@@ -309,12 +328,9 @@ class ThrottledLoginView(LoginView):
     def post(self, request, *args, **kwargs):
         from leaderboard.core.api.throttles import LoginThrottle
 
-        throttle = LoginThrottle()
-        if not throttle.allow_request(request, self):
-            response = render(request, "registration/login.html", {
-                "form": self.get_form(), "throttled": int(throttle.wait() or 60)}, status=429)
-            response["Retry-After"] = str(int(throttle.wait() or 60))
-            return response
+        refused = _throttled(request, LoginThrottle(), "registration/login.html", {"form": self.get_form()})
+        if refused is not None:
+            return refused
         return super().post(request, *args, **kwargs)
 
 
@@ -331,7 +347,10 @@ def profile(request):
             if token_form.is_valid():
                 _, new_key = token_create(user=request.user, name=token_form.cleaned_data["name"])
         elif action == "revoke_token":
-            deleted, _ = ApiToken.objects.filter(user=request.user, pk=request.POST.get("token")).delete()
+            token_id = request.POST.get("token", "")
+            valid_id = token_id.isascii() and token_id.isdigit() and len(token_id) < 19
+            deleted, _ = (ApiToken.objects.filter(user=request.user, pk=int(token_id)).delete() if valid_id
+                          else (0, {}))
             messages.success(request, "Token revoked." if deleted else "That token was already gone.")
             return redirect("profile")
         elif action == "create_entrant":
@@ -349,4 +368,22 @@ def profile(request):
         "new_key": new_key,
         "token_form": token_form,
         "entrant_form": entrant_form,
-    })
+    }, status=400 if token_form.errors or entrant_form.errors else 200)
+
+
+def server_error(request):
+    """The answer to an unhandled exception, which django.request has logged with its traceback.
+
+    JSON for the API, a short page otherwise; both name the request id, which
+    the log line carries too, so a report can be matched to its traceback.
+    """
+    request_id = getattr(request, "request_id", "-")
+    message = f"Server error. If you report it, quote the request id {request_id}."
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message, "errors": [{"row": None, "column": None, "message": message}],
+                             "request_id": request_id}, status=500)
+    try:
+        html = render_to_string("500.html", {"request_id": request_id})
+    except Exception:  # the error may be in the templates themselves
+        html = f"<!doctype html><title>Server error</title><h1>Server error</h1><p>{message}</p>"
+    return HttpResponseServerError(html)

@@ -176,7 +176,7 @@ def test_sweep_requeues_stuck_then_fails_out_of_attempts(mini_benchmark, users, 
     old = timezone.now() - dt.timedelta(minutes=5)
     Submission.objects.filter(pk=accepted.submission.pk).update(status="scoring", attempts=1, status_changed_at=old)
     with django_capture_on_commit_callbacks(execute=True):
-        assert submissions_sweep_stuck() == {"requeued": 1, "failed": 0}
+        assert submissions_sweep_stuck() == {"published": 0, "requeued": 1, "failed": 0}
     sub = Submission.objects.get(pk=accepted.submission.pk)
     assert sub.status == "scored"  # the requeued task ran (eagerly) and finished
     assert sub.attempts == 2
@@ -184,7 +184,7 @@ def test_sweep_requeues_stuck_then_fails_out_of_attempts(mini_benchmark, users, 
     accepted = submission_create(user=users["owner"], benchmark=mini_benchmark, data=submission_csv(MINI_ROWS),
                                  filename="p.csv")
     Submission.objects.filter(pk=accepted.submission.pk).update(status="scoring", attempts=2, status_changed_at=old)
-    assert submissions_sweep_stuck() == {"requeued": 0, "failed": 1}
+    assert submissions_sweep_stuck() == {"published": 0, "requeued": 0, "failed": 1}
     sub = Submission.objects.get(pk=accepted.submission.pk)
     assert sub.status == "failed" and "gave up after 2 scoring attempts" in sub.status_reason
     assert quota_remaining(user=users["owner"], benchmark=mini_benchmark) == 4  # the failed one was refunded

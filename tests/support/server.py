@@ -1,4 +1,4 @@
-"""Run the real site in separate gunicorn processes against the test database."""
+"""Run the real site in separate gunicorn processes (the production config) against the test database."""
 from __future__ import annotations
 
 import socket
@@ -19,11 +19,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | None = None):
+def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | None = None,
+                   ready_headers: dict | None = None):
+    """gunicorn on a free port; ready once /api/benchmarks/ answers 200 (asked with ``ready_headers``)."""
     port = free_port()
     log = tempfile.NamedTemporaryFile("w+", prefix="gunicorn-", suffix=".log", delete=False)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "leaderboard.wsgi:application", "--bind", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "gunicorn", "-c", "python:leaderboard.gunicorn_conf", "--bind", f"127.0.0.1:{port}",
          "--workers", str(workers), "--threads", str(threads), "--timeout", "60"],
         cwd=ROOT, env=worker_env(env_overrides), stdout=log, stderr=subprocess.STDOUT,
     )
@@ -34,7 +36,8 @@ def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | 
         if proc.poll() is not None:
             raise RuntimeError("gunicorn exited:\n" + Path(log.name).read_text())
         try:
-            urllib.request.urlopen(base + "/api/benchmarks/", timeout=2)
+            urllib.request.urlopen(urllib.request.Request(base + "/api/benchmarks/", headers=ready_headers or {}),
+                                   timeout=2)
             return proc, base
         except (urllib.error.URLError, ConnectionError, OSError):
             time.sleep(0.2)

@@ -8,6 +8,8 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from scoring.errors import RowError
 
+from leaderboard.core.api.parsers import InputRejected
+
 
 def error_response(errors: list[RowError], status: int, headers: dict | None = None, **extra) -> Response:
     items = [e.as_dict() for e in errors]
@@ -31,6 +33,8 @@ def exception_handler(exc, context):
         return error_response([RowError(
             f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes; upload large "
             "submissions as a file (multipart field 'file')")], 413)
+    if isinstance(exc, InputRejected):
+        return error_response(exc.errors, exc.status_code)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

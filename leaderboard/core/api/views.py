@@ -1,16 +1,11 @@
 """API views: one per action, each calling the same services and selectors as the pages."""
 from __future__ import annotations
 
-import csv
-import io
-import json
-
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import permissions, status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
@@ -20,7 +15,10 @@ from scoring.errors import RowError
 from leaderboard.core import selectors
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
-from leaderboard.core.models import Benchmark, Case, Submission
+from leaderboard.core.api.parsers import CheckedJSONParser, InputRejected
+from leaderboard.core.csvexport import csv_response
+from leaderboard.core.inputs import BadInput, json_loads_checked
+from leaderboard.core.models import Benchmark, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
@@ -141,7 +139,7 @@ IDEMPOTENCY_KEY_PARAMETERS = [
 
 class SubmissionCreateOrList(APIView):
     permission_classes = [permissions.IsAuthenticated]
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, FormParser, CheckedJSONParser]
     throttle_scope = "upload"
 
     def get_throttles(self):
@@ -172,12 +170,11 @@ class SubmissionCreateOrList(APIView):
         elif isinstance(request.data, dict) and "predictions" in request.data:
             predictions = request.data["predictions"]
             if isinstance(predictions, str) and not request.content_type.startswith("application/json"):
-                # a form field carrying JSON text
+                # a form field carrying JSON text, checked as the JSON parser checks a body
                 try:
-                    predictions = json.loads(predictions)
-                except json.JSONDecodeError as exc:
-                    return error_response([RowError(f"predictions is not valid JSON: {exc.msg}",
-                                                    column="predictions")], 400)
+                    predictions = json_loads_checked(predictions, field="predictions")
+                except BadInput as exc:
+                    raise InputRejected.from_bad_input(exc) from None
             kwargs = {"predictions": predictions}
         else:
             return error_response([RowError("send a file (multipart field 'file') or a JSON body with 'predictions'",
@@ -256,7 +253,7 @@ class Verify(APIView):
     """The dry run: metrics and per-case results for the dev cases; nothing saved or counted."""
 
     permission_classes = [permissions.IsAuthenticated]
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [CheckedJSONParser, MultiPartParser, FormParser]
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "verify"
 
@@ -316,18 +313,3 @@ class BenchmarkTraining(APIView):
         if request.query_params.get("format") == "csv":
             return csv_response(rows, f"{b.slug}-training.csv")
         return Response(rows)
-
-
-def csv_response(rows: list[dict], filename: str) -> HttpResponse:
-    columns: list[str] = []
-    for row in rows:
-        for key in row:
-            if key not in columns:
-                columns.append(key)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    response = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response

@@ -15,10 +15,12 @@ from typing import Any
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from scoring.errors import RowError, ValidationFailed
 
+from leaderboard.core.inputs import BadInput, json_strings_check, text_check, text_problem
 from leaderboard.core.models import (
     Benchmark,
     Case,
@@ -32,6 +34,7 @@ from leaderboard.core.models import (
 from leaderboard.core.quota import QuotaExceeded, quota_consume, quota_refund, quota_remaining, utc_day
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
 from leaderboard.core.services.leaderboards import leaderboard_refresh
+from leaderboard.core.services.outbox import outbox_drain, submission_enqueue
 
 log = logging.getLogger("leaderboard.submissions")
 
@@ -55,17 +58,22 @@ class Accepted:
     replayed: bool = False
 
 
+ENTRANT_NAME_MAX = Entrant._meta.get_field("name").max_length
+
+
 def entrant_default(user) -> Entrant:
     """The user's first entrant, created (named after the user) if they have none.
 
     Safe under concurrency: two requests creating it at once collapse on the
-    unique name, and the loser reads the winner's row.
+    unique name, and the loser reads the winner's row. A username longer than
+    an entrant name may be is shortened.
     """
     entrant = Entrant.objects.filter(owner=user).order_by("created_at", "id").first()
     if entrant is not None:
         return entrant
     for suffix in range(1, 100):
-        name = user.username if suffix == 1 else f"{user.username}-{suffix}"
+        tail = "" if suffix == 1 else f"-{suffix}"
+        name = user.username[:ENTRANT_NAME_MAX - len(tail)] + tail
         try:
             with transaction.atomic():
                 return Entrant.objects.create(owner=user, name=name)
@@ -77,20 +85,44 @@ def entrant_default(user) -> Entrant:
 
 
 def entrant_create(*, owner, name: str, description: str = "") -> Entrant:
+    """A new entrant; 400 for a bad name, 409 when the name (ignoring case) is taken.
+
+    The unique index decides, so two concurrent creations of one name give one
+    entrant and one 409, never an error.
+    """
     name = name.strip()
     if not name:
         raise SubmissionRejected([RowError("an entrant needs a name", column="name")])
+    try:
+        text_check(name, field="name", max_length=ENTRANT_NAME_MAX)
+        text_check(description, field="description", max_length=Entrant._meta.get_field("description").max_length,
+                   allow_newlines=True)
+    except BadInput as exc:
+        raise SubmissionRejected([RowError(f"the {exc.where} {exc.message}", column=exc.where)]) from None
+    taken = SubmissionRejected([RowError(f"the name {name!r} is taken", column="name")], status=409)
     if Entrant.objects.filter(name__iexact=name).exists():
-        raise SubmissionRejected([RowError(f"the name {name!r} is taken", column="name")])
-    return Entrant.objects.create(owner=owner, name=name, description=description)
+        raise taken
+    try:
+        with transaction.atomic():
+            return Entrant.objects.create(owner=owner, name=name, description=description)
+    except IntegrityError:
+        raise taken from None
 
 
 def _resolve_entrant(user, entrant: str | int | None) -> Entrant:
     if entrant in (None, ""):
         return entrant_default(user)
+    if isinstance(entrant, bool) or not isinstance(entrant, (str, int)):
+        raise SubmissionRejected([RowError("entrant must be the name or id of one of your entrants",
+                                           column="entrant")])
+    text = str(entrant)
+    problem = text_problem(text, allow_newlines=False)
+    if problem or len(text) > ENTRANT_NAME_MAX:
+        reason = problem or f"is {len(text):,} characters long; names have at most {ENTRANT_NAME_MAX}"
+        raise SubmissionRejected([RowError(f"entrant {reason}", column="entrant")])
     qs = Entrant.objects.filter(owner=user)
-    found = qs.filter(pk=entrant).first() if str(entrant).isdigit() else None
-    found = found or qs.filter(name=str(entrant)).first()
+    found = qs.filter(pk=int(text)).first() if text.isascii() and text.isdigit() and len(text) < 19 else None
+    found = found or qs.filter(name=text).first()
     if found is None:
         raise SubmissionRejected(
             [RowError(f"you own no entrant called {entrant!r}", column="entrant")], status=400
@@ -208,6 +240,12 @@ def submission_create(
     except ValidationFailed as exc:
         raise SubmissionRejected(exc.errors, status=413 if exc.too_large else 400) from None
 
+    payload = kind.dump_submission(parsed)
+    try:  # a kind may keep free text (a rationale); the database refuses NUL and lone surrogates
+        json_strings_check(payload, max_depth=64)
+    except BadInput as exc:
+        raise SubmissionRejected([RowError(f"{exc.where}: {exc.message}" if exc.where else exc.message,
+                                           column=exc.where)]) from None
     canonical = kind.canonical_bytes(parsed)
     audit_hash = hashlib.sha256(canonical).hexdigest()
     if data is None:
@@ -227,10 +265,10 @@ def submission_create(
             round=round_,
             entrant=ent,
             user=user,
-            original_name=(filename or "upload")[:255],
+            original_name=_display_name(filename),
             size=len(data),
             audit_hash=audit_hash,
-            payload=kind.dump_submission(parsed),
+            payload=payload,
             status=Status.QUEUED,
             status_reason="waiting for a worker",
             idempotency_key=idempotency_key,
@@ -307,16 +345,16 @@ def _idempotent_replay(*, user, key: str, fingerprint: str) -> Accepted | None:
                     replayed=True)
 
 
+def _display_name(filename: str) -> str:
+    """The participant's file name as shown back: control characters dropped, at most 255 characters."""
+    name = "".join(ch for ch in (filename or "") if not text_problem(ch, allow_newlines=False))
+    return name.strip()[:255] or "upload"
+
+
 def _enqueue_on_commit(submission_id: int) -> None:
-    def send() -> None:
-        from leaderboard.core.tasks import score_submission
-
-        try:
-            score_submission.delay(submission_id=submission_id)
-        except Exception:  # broker down: the sweep requeues it later
-            log.exception("could not enqueue submission %s; the sweep will retry", submission_id)
-
-    transaction.on_commit(send)
+    """Put the submission in the outbox now; publish its task once the current transaction commits."""
+    Submission.objects.filter(pk=submission_id).update(enqueued_at=None)
+    transaction.on_commit(lambda: submission_enqueue(submission_id=submission_id))
 
 
 def submission_set_status(sub: Submission, status: str, reason: str = "", **fields: Any) -> None:
@@ -370,7 +408,8 @@ def submission_score(*, submission_id: int) -> str | None:
         if sub.is_final:
             return None  # a duplicate delivery; the work is done
         attempt = sub.attempts + 1
-        submission_set_status(sub, Status.SCORING, f"scoring (attempt {attempt})", attempts=attempt)
+        submission_set_status(sub, Status.SCORING, f"scoring (attempt {attempt})", attempts=attempt,
+                              heartbeat_at=timezone.now())
 
     if settings.SCORING_DELAY_SECONDS:
         time.sleep(settings.SCORING_DELAY_SECONDS)
@@ -469,22 +508,43 @@ def _json_safe(row: dict) -> dict:
 
 
 def submission_select(*, submission: Submission, user) -> None:
-    """Make ``submission`` its entrant's final choice for the private leaderboard."""
+    """Make ``submission`` its entrant's final choice for the private leaderboard.
+
+    Selections of one entrant run one at a time (a lock on the entrant's row),
+    so concurrent selects end with exactly one selected, the last one; 409 if
+    the submission is not scored.
+    """
     if submission.user_id != user.pk and submission.entrant.owner_id != user.pk:
         raise PermissionError("only the owner can select a submission")
+    not_scored = SubmissionRejected([RowError("only a scored submission can be selected")], status=409)
     if submission.status != Status.SCORED:
-        raise SubmissionRejected([RowError("only a scored submission can be selected")], status=409)
+        raise not_scored
     if not round_takes_submissions(submission.round):
         # The choice is part of the submission: frozen with it, never made after seeing the truth.
         raise SubmissionRejected([RowError("the final choice closed with the submissions: "
                                            + round_closed_message(submission.round))], status=409)
-    with transaction.atomic():
-        Submission.objects.filter(entrant=submission.entrant, round=submission.round, is_selected=True).update(
-            is_selected=False
-        )
-        Submission.objects.filter(pk=submission.pk).update(is_selected=True)
-        submission.is_selected = True
-        leaderboard_refresh(submission.round)
+    try:
+        with transaction.atomic():
+            # Lock order as everywhere: the round (uploads and the board refresh take it), then the
+            # entrant. NO KEY UPDATE on the entrant, so an upload's foreign-key check never waits on it.
+            Round.objects.select_for_update(of=("self",)).filter(pk=submission.round_id).first()
+            Entrant.objects.select_for_update(no_key=True).filter(pk=submission.entrant_id).first()
+            if not Submission.objects.filter(pk=submission.pk, status=Status.SCORED).exists():
+                raise not_scored
+            Submission.objects.filter(entrant=submission.entrant, round=submission.round, is_selected=True).update(
+                is_selected=False
+            )
+            Submission.objects.filter(pk=submission.pk).update(is_selected=True)
+            leaderboard_refresh(submission.round)
+    except IntegrityError:  # the one-selected constraint, should a writer bypass the lock
+        raise SubmissionRejected([RowError("another selection for this entrant happened at the same time; "
+                                           "try again")], status=409) from None
+    submission.is_selected = True
+
+
+def submission_heartbeat(*, submission_id: int) -> None:
+    """Record that the worker scoring this submission is alive (see ``leaderboard.core.heartbeat``)."""
+    Submission.objects.filter(pk=submission_id, status=Status.SCORING).update(heartbeat_at=timezone.now())
 
 
 def submissions_requeue(queryset, reason: str) -> int:
@@ -499,32 +559,44 @@ def submissions_requeue(queryset, reason: str) -> int:
 
 
 def submissions_sweep_stuck(*, now: dt.datetime | None = None) -> dict[str, int]:
-    """Requeue submissions stuck in queued/scoring past the timeout; fail those out of attempts.
+    """The periodic sweep: publish the outbox; requeue work a dead worker left; fail what keeps failing.
 
-    Side effects: status changes with reasons; quota refunds for failures.
+    - queued, never handed to the broker (it was down): published (``outbox_drain``);
+    - scoring with a heartbeat older than ``SCORING_HEARTBEAT_TIMEOUT_SECONDS``: its
+      worker died, requeued within seconds;
+    - queued or scoring with no progress for ``SCORING_STUCK_AFTER_SECONDS`` (a
+      message the broker lost): requeued;
+    - any of these out of attempts: failed with a reason, the quota slot refunded.
+
+    Side effects: status changes with reasons; tasks published; quota refunds.
     """
     now = now or timezone.now()
-    cutoff = now - dt.timedelta(seconds=settings.SCORING_STUCK_AFTER_SECONDS)
-    stuck = list(
-        Submission.objects.filter(status__in=[Status.QUEUED, Status.SCORING], status_changed_at__lt=cutoff)
-        .order_by("status_changed_at", "id")
-        .values_list("pk", flat=True)
-    )
-    counts = {"requeued": 0, "failed": 0}
+    counts = {"published": outbox_drain(now=now), "requeued": 0, "failed": 0}
+    stuck_cutoff = now - dt.timedelta(seconds=settings.SCORING_STUCK_AFTER_SECONDS)
+    beat_cutoff = now - dt.timedelta(seconds=settings.SCORING_HEARTBEAT_TIMEOUT_SECONDS)
+    # Scoring with a stale heartbeat, or none and no progress; enqueued but untouched for too long.
+    stale = Q(status=Status.SCORING, heartbeat_at__lt=beat_cutoff) | Q(
+        status=Status.SCORING, heartbeat_at__isnull=True, status_changed_at__lt=stuck_cutoff) | Q(
+        status=Status.QUEUED, enqueued_at__isnull=False, status_changed_at__lt=stuck_cutoff)
+    stuck = list(Submission.objects.filter(stale).order_by("status_changed_at", "id").values_list("pk", flat=True))
     for pk in stuck:
         with transaction.atomic():
             sub = Submission.objects.select_for_update().get(pk=pk)
-            if sub.is_final or sub.status_changed_at >= cutoff:
+            if sub.status == Status.SCORING and sub.heartbeat_at is not None:
+                if sub.heartbeat_at >= beat_cutoff:
+                    continue  # it beat again since we looked
+                why = f"its worker stopped answering {int((now - sub.heartbeat_at).total_seconds())} s ago"
+            elif sub.is_final or sub.status_changed_at >= stuck_cutoff:
                 continue
-            waited = int((now - sub.status_changed_at).total_seconds())
+            else:
+                why = f"no progress for {int((now - sub.status_changed_at).total_seconds())} s"
             if sub.attempts >= settings.SCORING_MAX_ATTEMPTS:
-                _fail(sub, f"gave up after {sub.attempts} scoring attempts; the last made no progress for "
-                           f"{waited} s.", server_side=True)
+                _fail(sub, f"gave up after {sub.attempts} scoring attempts; the last stopped: {why}.",
+                      server_side=True)
                 counts["failed"] += 1
             else:
-                submission_set_status(sub, Status.QUEUED, f"requeued: no progress for {waited} s")
+                submission_set_status(sub, Status.QUEUED, f"requeued: {why}")
                 _enqueue_on_commit(sub.pk)
                 counts["requeued"] += 1
-    if stuck:
-        log.info("sweep: %s", counts)
+    log.log(logging.INFO if stuck or counts["published"] else logging.DEBUG, "sweep: %s", counts)
     return counts

@@ -1,0 +1,202 @@
+"""Prove the runtime dependencies are complete: serve and score from an install without the dev extras.
+
+Run by `make runtime-check` (and by `make test` when CI=true) with the Python of
+`.venv-runtime`, an environment made by `pip install -e .` alone. It uses the
+standard library and the project's own runtime dependencies, nothing from the
+dev extras (pytest brings `packaging`, for one, which once hid a missing
+dependency of kombu's Redis transport).
+
+With DATABASE_URL set it works in a database of its own (the name with
+`_runtime` appended, dropped and created afresh); with REDIS_URL set the broker
+and cache are Redis. Neither set: SQLite and the file broker in a temporary
+folder. Steps: migrate, collectstatic, a user and token, a small benchmark, the
+demo data (`demo_setup`); then `manage.py serve` (gunicorn, a Celery worker and beat, as `make demo`
+runs it) with DEBUG off; one upload over HTTP must end `scored`; a page and a
+static file must answer; Ctrl-C (SIGINT) must stop it all cleanly.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+PROPERTIES = [{"name": "A", "higher_is_better": True, "recall": True},
+              {"name": "B", "higher_is_better": False, "recall": False}]
+ROWS = [(f"ab{i:02d}", i % 5, "public" if i < 7 else "private", float(i + 1), float(10 - i)) for i in range(10)]
+
+
+def say(message: str) -> None:
+    print(f"runtime-check: {message}", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fresh_postgres_database(url: str) -> str:
+    """DATABASE_URL of a new, empty database beside the one in ``url``."""
+    import psycopg
+
+    parts = urllib.parse.urlsplit(url)
+    name = parts.path.lstrip("/") + "_runtime"
+    admin = urllib.parse.urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def drop_postgres_database(url: str) -> None:
+    import psycopg
+
+    parts = urllib.parse.urlsplit(url)
+    admin = urllib.parse.urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{parts.path.lstrip("/")}" WITH (FORCE)')
+
+
+def manage(env: dict, *args: str) -> str:
+    result = subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=300)
+    if result.returncode != 0:
+        raise SystemExit(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+def write_bundle(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "benchmark.json").write_text(json.dumps({
+        "slug": "runtime-check", "title": "Runtime check", "kind": "properties", "description": "Smoke test.",
+        "daily_limit": 5, "config": {"properties": PROPERTIES, "weights": {"spearman": 0.6, "recall": 0.4},
+                                     "recall_fraction": 0.1},
+    }))
+    lines = ["sequence_id,fold,split,A,B"] + [f"{i},{f},{s},{a},{b}" for i, f, s, a, b in ROWS]
+    (folder / "cases.csv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def request(method: str, url: str, *, token: str | None = None, body: bytes | None = None,
+            content_type: str | None = None) -> tuple[int, bytes]:
+    headers = {"Authorization": f"Token {token}"} if token else {}
+    if content_type:
+        headers["Content-Type"] = content_type
+    req = urllib.request.Request(url, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def main() -> int:
+    work = Path(tempfile.mkdtemp(prefix="runtime-check-"))
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update({"DJANGO_SETTINGS_MODULE": "leaderboard.settings", "DATA_DIR": str(work / "data"),
+                "DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
+                "SESSION_COOKIE_SECURE": "false", "CSRF_COOKIE_SECURE": "false", "PYTHONUNBUFFERED": "1"})
+    database_url = os.environ.get("DATABASE_URL", "")
+    if database_url:
+        env["DATABASE_URL"] = fresh_postgres_database(database_url)
+    if os.environ.get("REDIS_URL"):
+        env["REDIS_URL"] = os.environ["REDIS_URL"]
+    say(f"python {PY}; database {'PostgreSQL' if database_url else 'SQLite'}; "
+        f"broker {'Redis' if env.get('REDIS_URL') else 'file'}")
+    serve = None
+    log_path = work / "serve.log"
+    try:
+        manage(env, "migrate", "--noinput")
+        manage(env, "collectstatic", "--noinput")
+        token = manage(env, "apitoken", "runtime-check", "--create").strip()
+        manage(env, "load_benchmark", str(write_bundle(work / "bundle")))
+        manage(env, "demo_setup")  # what `make demo` loads, from the same runtime-only install
+
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        with open(log_path, "w") as log:
+            serve = subprocess.Popen([PY, "manage.py", "serve", f"127.0.0.1:{port}"], cwd=ROOT, env=env,
+                                     stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 90
+        while True:
+            if serve.poll() is not None:
+                raise SystemExit(f"serve exited with {serve.returncode} before answering")
+            try:
+                if request("GET", f"{base}/api/benchmarks/")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("serve did not answer within 90 s")
+            time.sleep(0.3)
+        say(f"serving on {base}")
+
+        for path in ("/", "/b/runtime-check/", "/b/antibody-developability/", "/b/oncology-catalysts/",
+                     "/static/core/site.css", "/api/schema/"):
+            status, _ = request("GET", base + path)
+            if status != 200:
+                raise SystemExit(f"GET {path} answered {status}")
+
+        boundary = uuid.uuid4().hex
+        csv_body = "sequence_id,A,B,fold\n" + "".join(f"{i},{a},{b},{f}\n" for i, f, _, a, b in ROWS)
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\n"
+                f"Content-Type: text/csv\r\n\r\n{csv_body}\r\n--{boundary}--\r\n").encode()
+        t0 = time.monotonic()
+        status, payload = request("POST", f"{base}/api/benchmarks/runtime-check/submissions/", token=token,
+                                  body=body, content_type=f"multipart/form-data; boundary={boundary}")
+        if status != 202:
+            raise SystemExit(f"upload answered {status}: {payload[:500]!r}")
+        sub_id = json.loads(payload)["id"]
+        while True:
+            status, payload = request("GET", f"{base}/api/submissions/{sub_id}/", token=token)
+            data = json.loads(payload)
+            if data["status"] in ("scored", "failed"):
+                break
+            if time.monotonic() - t0 > 60:
+                raise SystemExit(f"submission {sub_id} still {data['status']} after 60 s")
+            time.sleep(0.3)
+        if data["status"] != "scored":
+            raise SystemExit(f"submission {sub_id} failed: {data['status_reason']}")
+        score = data["scores"]["public"]["score"]
+        if abs(score - 1.0) > 1e-9:
+            raise SystemExit(f"a perfect submission scored {score}, expected 1.0")
+        say(f"upload scored {score} in {time.monotonic() - t0:.1f} s")
+
+        serve.send_signal(signal.SIGINT)
+        try:
+            code = serve.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise SystemExit("serve did not stop within 60 s of SIGINT") from None
+        if code != 0:
+            raise SystemExit(f"serve exited with {code} after SIGINT")
+        say("SIGINT stopped serve cleanly")
+        serve = None
+        return 0
+    except BaseException:
+        if log_path.exists():
+            print("---- serve log (tail) ----\n" + log_path.read_text(errors="replace")[-6000:], file=sys.stderr)
+        raise
+    finally:
+        if serve is not None and serve.poll() is None:
+            serve.kill()
+            serve.wait()
+        if database_url:
+            drop_postgres_database(env["DATABASE_URL"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The Redis cache, degraded rather than broken while Redis cannot be reached.
+
+The abuse throttles (and anything else using the cache) keep working with
+Redis down: each operation that fails on Redis is answered from this process's
+memory instead, and for ``RETRY_AFTER_SECONDS`` the process does not try Redis
+again, so a dead server costs one failed attempt, not one per request. A log
+line says when the fallback starts and when Redis is back. Throttle counts are
+then per process rather than shared: limits hold, a little looser.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from django.core.cache.backends.locmem import LocMemCache
+from django.core.cache.backends.redis import RedisCache
+
+log = logging.getLogger("leaderboard.cache")
+
+RETRY_AFTER_SECONDS = 5.0
+
+# Django makes one cache object per thread; the fallback data and the "Redis is
+# down" state are per process (keyed by location), so every thread of a server
+# process counts throttles in one place and gives Redis one try per period.
+_state_lock = threading.Lock()
+_down_until: dict[str, float] = {}
+_down_logged: set[str] = set()
+
+
+def _redis_errors() -> tuple[type[BaseException], ...]:
+    import redis
+
+    return (redis.exceptions.RedisError, OSError)
+
+
+class ResilientRedisCache(RedisCache):
+    def __init__(self, server, params):
+        super().__init__(server, params)
+        self._location = server if isinstance(server, str) else ",".join(server)
+        fallback_params = {k: v for k, v in params.items() if k in ("TIMEOUT", "KEY_PREFIX", "VERSION", "KEY_FUNCTION")}
+        fallback_params["OPTIONS"] = {"MAX_ENTRIES": 10_000}
+        # LocMemCache instances of one name share their data within the process.
+        self._fallback = LocMemCache(f"redis-fallback:{self._location}", fallback_params)
+        self._errors = _redis_errors()
+
+    def _is_down(self) -> bool:
+        return time.monotonic() < _down_until.get(self._location, 0.0)
+
+    def _failed(self, exc: BaseException) -> None:
+        with _state_lock:
+            _down_until[self._location] = time.monotonic() + RETRY_AFTER_SECONDS
+            if self._location not in _down_logged:
+                _down_logged.add(self._location)
+                log.warning("Redis cache unreachable (%s: %s); this process answers from its own memory "
+                            "and tries Redis again every %.0f s", type(exc).__name__, exc, RETRY_AFTER_SECONDS)
+
+    def _worked(self) -> None:
+        if self._location in _down_logged:
+            with _state_lock:
+                if self._location in _down_logged:
+                    _down_logged.discard(self._location)
+                    log.warning("Redis cache reachable again")
+
+
+def _resilient(name: str):
+    redis_method = getattr(RedisCache, name)
+
+    def method(self, *args, **kwargs):
+        if self._is_down():
+            return getattr(self._fallback, name)(*args, **kwargs)
+        try:
+            result = redis_method(self, *args, **kwargs)
+        except self._errors as exc:
+            self._failed(exc)
+            return getattr(self._fallback, name)(*args, **kwargs)
+        self._worked()
+        return result
+
+    method.__name__ = name
+    method.__doc__ = redis_method.__doc__
+    return method
+
+
+for _name in ("add", "get", "set", "touch", "delete", "get_many", "has_key", "incr", "set_many", "delete_many",
+              "clear"):
+    setattr(ResilientRedisCache, _name, _resilient(_name))

@@ -1,0 +1,69 @@
+"""Request middleware: a request id on every response and log line; hostile URLs stopped at the door."""
+from __future__ import annotations
+
+import re
+import uuid
+
+from django.http import HttpResponseBadRequest, HttpResponseNotFound, JsonResponse
+
+from leaderboard.core.inputs import text_problem
+from leaderboard.logconfig import request_id_var
+
+# An id a proxy (nginx's $request_id) or a client may pass in; anything else is replaced.
+_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{8,64}\Z")
+
+
+class RequestIdMiddleware:
+    """Give each request an id: ``request.request_id``, every log line, the ``X-Request-ID`` header.
+
+    An incoming ``X-Request-ID`` of 8-64 letters, digits, dots, dashes or
+    underscores is kept (the proxy sets one), else a new one is made.
+    Outermost in MIDDLEWARE, so even a 500 answer carries the header.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        incoming = request.META.get("HTTP_X_REQUEST_ID", "")
+        request_id = incoming if _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        request.request_id = request_id
+        request_id_var.set(request_id)
+        response = self.get_response(request)
+        response["X-Request-ID"] = request_id
+        return response
+
+
+def _is_api(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+class RejectControlCharactersMiddleware:
+    """A URL path with a control character is no page of ours: 404. One in a query parameter: 400.
+
+    Stops them before a view passes them to the database (PostgreSQL refuses a
+    NUL in any string, which used to end as a 500).
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if text_problem(request.path, allow_newlines=False):
+            message = "no such page: the address contains a control character"
+            if _is_api(request):
+                return JsonResponse({"detail": message, "errors": [{"row": None, "column": None, "message": message}]},
+                                    status=404)
+            return HttpResponseNotFound(message, content_type="text/plain; charset=utf-8")
+        for key, values in request.GET.lists():
+            for value in [key, *values]:
+                problem = text_problem(value, allow_newlines=False)
+                if problem:
+                    name = key if not text_problem(key, allow_newlines=False) else repr(key[:40])
+                    message = f"query parameter {name} {problem}"
+                    if _is_api(request):
+                        return JsonResponse({"detail": message,
+                                             "errors": [{"row": None, "column": name, "message": message}]},
+                                            status=400)
+                    return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)

@@ -1,0 +1,201 @@
+"""The production stack's pieces (docs/deploy.md): settings that pass `check --deploy`, and the nginx proxy
+of docker-compose.yml, which keeps slow clients from starving gunicorn (issue 14, point 4)."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.server import free_port, start_gunicorn
+from tests.support.worker import ROOT, stop_worker
+
+# The production environment docs/deploy.md documents (the secret is made up here).
+PRODUCTION_ENV = {
+    "DEBUG": "false",
+    "SECRET_KEY": "k3#Jx9!vQ2-mZr8@Lw5$Tn1^Yb7&Hc4*Pd6(Fs0)Ge2+Ua9=Xo3~Ri8|Vk5",
+    "ALLOWED_HOSTS": "leaderboard.example.org",
+    "CSRF_TRUSTED_ORIGINS": "https://leaderboard.example.org",
+    "TRUSTED_PROXY_COUNT": "1",
+    "SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO,https",
+    "SECURE_SSL_REDIRECT": "true",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
+    "SECURE_HSTS_PRELOAD": "true",
+    "SESSION_COOKIE_SECURE": "true",
+    "CSRF_COOKIE_SECURE": "true",
+}
+
+
+def test_deploy_check_is_clean_with_the_documented_production_environment(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE")}
+    env.update(PRODUCTION_ENV, DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="leaderboard.settings")
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_deploy_production_environment_is_documented():
+    deploy = (ROOT / "docs" / "deploy.md").read_text()
+    for name, value in PRODUCTION_ENV.items():
+        if name != "SECRET_KEY":
+            assert f"{name}={value}" in deploy or f"{name}: \"{value}\"" in deploy, name
+
+
+def _nginx() -> str:
+    path = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("nginx is not installed (apt-get install nginx-light); CI=true, so the proxy test must run",
+                        pytrace=False)
+        pytest.skip("nginx is not installed (apt-get install nginx-light)")
+    return path
+
+
+def _start_nginx(upstream_port: int, tmp: Path) -> tuple[subprocess.Popen, int]:
+    """deploy/nginx.conf, as docker-compose.yml mounts it, pointed at a local gunicorn and port."""
+    port = free_port()
+    site = (ROOT / "deploy" / "nginx.conf").read_text()
+    site = site.replace("server web:8000;", f"server 127.0.0.1:{upstream_port};")
+    site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
+    site = site.replace("/data/staticfiles/", f"{tmp}/staticfiles/")
+    site = site.replace("access_log /dev/stdout leaderboard;", f"access_log {tmp}/access.log leaderboard;")
+    for folder in ("staticfiles", "body", "proxy"):
+        (tmp / folder).mkdir(exist_ok=True)
+    (tmp / "site.conf").write_text(site)
+    (tmp / "nginx.conf").write_text(f"""
+daemon off;
+user root;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log;
+events {{ worker_connections 256; }}
+http {{
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/proxy;
+    uwsgi_temp_path {tmp}/proxy;
+    scgi_temp_path {tmp}/proxy;
+    include {tmp}/site.conf;
+}}
+""")
+    check = subprocess.run([_nginx(), "-t", "-c", str(tmp / "nginx.conf")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    proc = subprocess.Popen([_nginx(), "-c", str(tmp / "nginx.conf")], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, port
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("nginx did not listen:\n" + (tmp / "error.log").read_text())
+
+
+def _slow_uploads(port: int, count: int, seconds: int, stop: threading.Event) -> list[threading.Thread]:
+    """``count`` clients posting a body of ``seconds`` bytes, one byte a second (issue 14: 1 byte/s)."""
+
+    def trickle():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+                s.sendall(f"POST /accounts/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                          f"application/x-www-form-urlencoded\r\nContent-Length: {seconds}\r\n\r\n".encode())
+                for _ in range(seconds):
+                    if stop.wait(1):
+                        return
+                    s.sendall(b"a")
+        except OSError:
+            pass
+
+    threads = [threading.Thread(target=trickle, daemon=True) for _ in range(count)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def _answers_within(url: str, seconds: float) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=seconds) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deploy_nginx_proxy_keeps_slow_uploads_from_starving_gunicorn(tmp_path):
+    nginx_path = _nginx()
+    assert nginx_path
+    # A deliberately small gunicorn: one process with two threads.
+    proc, base = start_gunicorn(workers=1, threads=2)
+    gunicorn_port = int(base.rsplit(":", 1)[1])
+    nginx, nginx_port = _start_nginx(gunicorn_port, tmp_path)
+    stop = threading.Event()
+    try:
+        assert _answers_within(f"http://127.0.0.1:{nginx_port}/", 5)
+        # Control: straight at gunicorn, four slow uploads take both threads and the site stops answering.
+        direct = _slow_uploads(gunicorn_port, 4, 20, stop)
+        time.sleep(2)
+        assert not _answers_within(base + "/", 3), "the slow clients should have starved an unproxied gunicorn"
+        stop.set()
+        for t in direct:
+            t.join()
+        stop.clear()
+        time.sleep(1)
+        # Through the proxy: twenty slow uploads, and every page still answers at once.
+        proxied = _slow_uploads(nginx_port, 20, 20, stop)
+        time.sleep(2)
+        started = time.monotonic()
+        for _ in range(5):
+            assert _answers_within(f"http://127.0.0.1:{nginx_port}/", 2)
+        elapsed = time.monotonic() - started
+        stop.set()
+        for t in proxied:
+            t.join()
+    finally:
+        stop.set()
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        log = stop_worker(proc)
+    assert elapsed < 5, log[-2000:]
+    # nginx stamped each request with an id the site kept (the access line carries the same one).
+    access = (tmp_path / "access.log").read_text()
+    assert "rid=" in access
+
+
+def test_deploy_compose_file_puts_the_proxy_in_front_and_runs_one_beat():
+    compose = (ROOT / "docker-compose.yml").read_text()
+    assert "./deploy/nginx.conf:/etc/nginx/conf.d/default.conf:ro" in compose
+    assert "leaderboard.gunicorn_conf" in compose and "beat" in compose
+    web = compose.split("\n  web:", 1)[1].split("\n  worker:", 1)[0]
+    assert "ports:" not in web, "only the proxy may publish a port"
+    assert "celery -A leaderboard beat" in compose and "celery -A leaderboard worker" in compose
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deploy_compose_web_healthcheck_passes_against_the_production_settings():
+    """The healthcheck must pass with SECURE_SSL_REDIRECT and a real ALLOWED_HOSTS, or the proxy never starts."""
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    command = compose["services"]["web"]["healthcheck"]["test"]
+    assert command[:3] == ["CMD", "python", "-c"]
+    proc, base = start_gunicorn(workers=1, threads=2, env_overrides=PRODUCTION_ENV, ready_headers={
+        "Host": "leaderboard.example.org", "X-Forwarded-Proto": "https"})
+    port = base.rsplit(":", 1)[1]
+    try:
+        plain = subprocess.run([sys.executable, "-c", f"import urllib.request as r; r.urlopen('{base}/api/benchmarks/', "
+                                                      "timeout=5)"], capture_output=True, text=True)
+        check = subprocess.run([sys.executable, "-c", command[3].replace("127.0.0.1:8000", f"127.0.0.1:{port}")],
+                               env={**os.environ, **PRODUCTION_ENV}, capture_output=True, text=True, timeout=30)
+    finally:
+        log = stop_worker(proc)
+    assert plain.returncode != 0  # a bare request is redirected to HTTPS / refused for its Host
+    assert check.returncode == 0, check.stderr + log[-2000:]
