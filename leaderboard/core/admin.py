@@ -243,7 +243,7 @@ class CaseResultAdmin(admin.ModelAdmin):
 
 @admin.register(m.LeaderboardRow)
 class LeaderboardRowAdmin(admin.ModelAdmin):
-    list_display = ("round", "split", "rank", "entrant", "score", "submissions_count", "updated_at")
+    list_display = ("round", "split", "entrant", "score", "submissions_count", "provisional", "updated_at")
     list_filter = ("split", "round__benchmark")
     list_select_related = ("round__benchmark", "entrant")
 

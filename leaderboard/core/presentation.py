@@ -44,7 +44,7 @@ def metric_columns(kind: Kind, config: Mapping[str, Any], limit: int = 8) -> lis
     """
     bounds = interval_bounds(kind)
     specs = [m for m in kind.metric_specs(config) if m.name not in bounds]
-    specs.sort(key=lambda m: m.name != kind.ranking_metric)  # stable: the kind's order after the first
+    specs.sort(key=lambda m: m.name != kind.ranking_metric_for(config))  # stable: the kind's order after the first
     return specs[:limit]
 
 

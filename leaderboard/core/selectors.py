@@ -1,19 +1,135 @@
 """Reads that join models. Views and API views call the same ones."""
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
 from leaderboard.core.models import Benchmark, Case, CaseResult, LeaderboardRow, Round, Score, Submission
 from leaderboard.core.services.submissions import current_round
+
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
 
 
 def benchmarks_visible(viewer) -> list[Benchmark]:
     qs = Benchmark.objects.all() if getattr(viewer, "is_staff", False) else Benchmark.objects.filter(is_published=True)
     return list(qs.annotate(
-        entrant_count=Count("rounds__leaderboard_rows", filter=Q(rounds__leaderboard_rows__split="public")),
+        entrant_count=Count("rounds__leaderboard_rows__entrant", distinct=True,
+                            filter=Q(rounds__leaderboard_rows__split="public")),
     ).order_by("title", "id"))
+
+
+# -- boards: paged, ranks derived from the stored order key ------------------------
+
+class BoardParamError(ValueError):
+    """A bad ``page`` or ``page_size``; ``column`` names the parameter."""
+
+    def __init__(self, column: str, message: str):
+        self.column = column
+        super().__init__(message)
+
+
+def board_paging(params: Mapping[str, str], *, strict: bool = True) -> tuple[int, int]:
+    """``(page, page_size)`` from query parameters: page from 1, page_size 1..1000 (default 100).
+
+    ``strict`` raises BoardParamError on a bad value (the API's 400); otherwise
+    the value is clamped (a page link typed by hand still shows a page).
+    """
+    out = []
+    for name, default, high in (("page", 1, None), ("page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)):
+        raw = params.get(name)
+        if raw in (None, ""):
+            out.append(default)
+            continue
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            if strict:
+                raise BoardParamError(name, f"{name} must be a whole number") from None
+            value = default
+        if value < 1 or (high is not None and value > high):
+            if strict:
+                limit = f"between 1 and {high:,}" if high else "at least 1"
+                raise BoardParamError(name, f"{name} must be {limit}")
+            value = min(max(value, 1), high or value)
+        out.append(value)
+    return out[0], out[1]
+
+
+@dataclass
+class BoardPage:
+    """One page of a board. ``rows`` carry ``rank`` (derived: offset + position)."""
+
+    rows: list
+    count: int
+    page: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.count / self.page_size))
+
+    @property
+    def next_page(self) -> int | None:
+        return self.page + 1 if self.page * self.page_size < self.count else None
+
+    @property
+    def previous_page(self) -> int | None:
+        return self.page - 1 if self.page > 1 else None
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.page_size
+
+    def page_links(self, around: int = 2) -> list[int | None]:
+        """Page numbers to link: first, last and a few around this one; None marks a gap."""
+        wanted = {1, self.pages, *range(self.page - around, self.page + around + 1)}
+        out: list[int | None] = []
+        for n in sorted(p for p in wanted if 1 <= p <= self.pages):
+            if out and out[-1] is not None and n > out[-1] + 1:
+                out.append(None)
+            out.append(n)
+        return out
+
+
+def board_page(qs: QuerySet, order: tuple[str, ...], *, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+    """A page of board rows in the board's order, each with its ``rank``. Two queries."""
+    count = qs.count()
+    offset = (page - 1) * page_size
+    rows = list(qs.order_by(*order)[offset:offset + page_size]) if offset < count else []
+    for i, row in enumerate(rows):
+        row.rank = offset + i + 1
+    return BoardPage(rows=rows, count=count, page=page, page_size=page_size)
+
+
+def board_rank(qs: QuerySet, order: tuple[str, ...], row) -> int:
+    """1 + the number of rows ordered before ``row`` (one index range count)."""
+    before = Q()
+    equal: dict = {}
+    for name in order:
+        value = getattr(row, name)
+        before |= Q(**equal, **{f"{name}__lt": value})
+        equal[name] = value
+    return qs.filter(before).count() + 1
+
+
+def board_find(qs: QuerySet, order: tuple[str, ...], *, entrant_ids, page_size: int = DEFAULT_PAGE_SIZE):
+    """The best-ranked row of any of ``entrant_ids`` on a board: ``(rank, page)``, or None."""
+    mine = qs.filter(entrant_id__in=list(entrant_ids)).order_by(*order).first()
+    if mine is None:
+        return None
+    rank = board_rank(qs, order, mine)
+    return rank, (rank - 1) // page_size + 1
+
+
+def leaderboard_queryset(round_: Round | None, split: str) -> QuerySet:
+    if round_ is None:
+        return LeaderboardRow.objects.none()
+    return LeaderboardRow.objects.filter(round=round_, split=split).select_related("entrant", "submission")
 
 
 def private_visible(benchmark: Benchmark, viewer) -> bool:
@@ -25,21 +141,34 @@ def leaderboard_round(benchmark: Benchmark) -> Round | None:
     return current_round(benchmark) or Round.objects.filter(benchmark=benchmark).order_by("-number", "-id").first()
 
 
-def leaderboard_rows(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None):
-    """Precomputed rows, ranked, with entrant and submission loaded (one query).
+def leaderboard_page(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None,
+                     page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+    """A page of precomputed rows, ranked, with entrant and submission loaded (two queries).
 
     The private split is only returned once revealed, or to staff.
     """
     if split != "public" and not private_visible(benchmark, viewer):
-        return []
+        return BoardPage([], 0, page, page_size)
     round_ = round_ or leaderboard_round(benchmark)
-    if round_ is None:
-        return []
-    return list(
-        LeaderboardRow.objects.filter(round=round_, split=split)
-        .select_related("entrant", "submission")
-        .order_by("rank", "id")
-    )
+    return board_page(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER, page=page, page_size=page_size)
+
+
+def leaderboard_find(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None,
+                     page_size: int = DEFAULT_PAGE_SIZE):
+    """Where the viewer's best entrant stands on the board: ``(rank, page)`` or None."""
+    if not getattr(viewer, "is_authenticated", False):
+        return None
+    if split != "public" and not private_visible(benchmark, viewer):
+        return None
+    round_ = round_ or leaderboard_round(benchmark)
+    return board_find(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER,
+                      entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
+
+
+def leaderboard_rows(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None):
+    """Every row of a board, ranked (tests and small boards; pages use ``leaderboard_page``)."""
+    return leaderboard_page(benchmark, split=split, viewer=viewer, round_=round_, page=1,
+                            page_size=10**9).rows
 
 
 def default_split(benchmark: Benchmark) -> str:

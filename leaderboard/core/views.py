@@ -51,20 +51,27 @@ def benchmark_detail(request, slug):
     split = request.GET.get("split") or selectors.default_split(b)
     if split not in ("public", "private") or (split == "private" and not selectors.private_visible(b, request.user)):
         split = "public"
-    rows = selectors.leaderboard_rows(b, split=split, viewer=request.user)
+    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    round_ = selectors.leaderboard_round(b)
+    board = selectors.leaderboard_page(b, split=split, viewer=request.user, round_=round_, page=page_number,
+                                       page_size=page_size)
     kind = b.kind_impl
     return render(request, "core/benchmark_detail.html", {
         "benchmark": b,
         "kind": kind,
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
-        "rows": rows,
+        "rows": board.rows,
+        "board": board,
+        "find_me": selectors.leaderboard_find(b, split=split, viewer=request.user, round_=round_,
+                                              page_size=page_size),
         "split": split,
         "private_visible": selectors.private_visible(b, request.user),
         "columns": presentation.metric_columns(kind, b.config),
+        "ranking_metric": kind.ranking_metric_for(b.config),
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),
-        "round": selectors.leaderboard_round(b),
+        "round": round_,
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
     })
 

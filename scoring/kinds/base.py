@@ -128,6 +128,10 @@ class Kind:
         """The metrics of a benchmark with this config (some kinds add per-property metrics)."""
         return self.metrics
 
+    def ranking_metric_for(self, config: Mapping[str, Any]) -> str:
+        """The metric that ranks this benchmark's boards (some kinds take it from config)."""
+        return self.ranking_metric
+
     def metric(self, name: str) -> MetricSpec:
         for m in self.metrics:
             if m.name == name:

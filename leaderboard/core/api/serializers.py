@@ -65,6 +65,10 @@ class LeaderboardSerializer(serializers.Serializer):
     benchmark = serializers.CharField()
     split = serializers.CharField()
     ranking_metric = serializers.CharField()
+    count = serializers.IntegerField(help_text="rows on the whole board")
+    next = serializers.URLField(allow_null=True, help_text="the next page, or null on the last")
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
     rows = LeaderboardRowSerializer(many=True)
 
 

@@ -90,30 +90,59 @@ class BenchmarkDetail(APIView):
         return Response(data)
 
 
+PAGING_PARAMETERS = [
+    OpenApiParameter("page", int, description="page number, from 1"),
+    OpenApiParameter("page_size", int, description="rows per page, 1 to 1,000 (default 100)"),
+]
+
+
+def board_answer(request, page: selectors.BoardPage, rows: list[dict], **extra) -> Response:
+    """Every board answers alike: its ``rows`` for the page, ``count`` (all rows) and ``next`` (a URL or null)."""
+    next_url = None
+    if page.next_page is not None:
+        query = request.query_params.copy()
+        query["page"] = str(page.next_page)
+        query["page_size"] = str(page.page_size)
+        next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+    return Response({**extra, "count": page.count, "next": next_url, "page": page.page,
+                     "page_size": page.page_size, "rows": rows})
+
+
+def paging_or_error(request):
+    """``(page, page_size)``, or a 400 Response naming the bad parameter."""
+    try:
+        return selectors.board_paging(request.query_params), None
+    except selectors.BoardParamError as exc:
+        return None, error_response([RowError(str(exc), column=exc.column)], 400)
+
+
 class Leaderboard(APIView):
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(
         parameters=[OpenApiParameter("split", str, enum=["public", "private"],
-                                     description="private only after the organiser's reveal")],
-        responses={200: s.LeaderboardSerializer, 403: s.ErrorsSerializer},
-        summary="Ranked leaderboard rows",
+                                     description="private only after the organiser's reveal"),
+                    *PAGING_PARAMETERS],
+        responses={200: s.LeaderboardSerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
+        summary="Ranked leaderboard rows (standings across resolved rounds for round benchmarks)",
     )
     def get(self, request, slug):
         b = _benchmark(request, slug)
+        paging, error = paging_or_error(request)
+        if error:
+            return error
         split = request.query_params.get("split") or selectors.default_split(b)
         if split not in ("public", "private"):
             return error_response([RowError("split must be 'public' or 'private'", column="split")], 400)
         if split == "private" and not selectors.private_visible(b, request.user):
             return error_response([RowError("the private leaderboard is not revealed yet", column="split")], 403)
-        rows = selectors.leaderboard_rows(b, split=split, viewer=request.user)
-        return Response({
-            "benchmark": b.slug, "split": split, "ranking_metric": b.kind_impl.ranking_metric,
-            "rows": [{"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-                      "submissions": r.submissions_count, "submission_id": r.submission_id,
-                      "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
-                      "updated_at": r.updated_at} for r in rows],
-        })
+        page = selectors.leaderboard_page(b, split=split, viewer=request.user, page=paging[0], page_size=paging[1])
+        return board_answer(request, page, [
+            {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+             "submissions": r.submissions_count, "submission_id": r.submission_id,
+             "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
+             "updated_at": r.updated_at} for r in page.rows],
+            benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
 
 
 class SubmissionCreateOrList(APIView):

@@ -30,7 +30,7 @@ from leaderboard.core.models import (
 )
 from leaderboard.core.quota import quota_consume, quota_refund, utc_day
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
-from leaderboard.core.services.leaderboards import leaderboard_refresh
+from leaderboard.core.services.leaderboards import leaderboard_refresh_entrant
 
 log = logging.getLogger("leaderboard.submissions")
 
@@ -218,7 +218,7 @@ def _fail(sub: Submission, reason: str, *, server_side: bool, errors: list[RowEr
     if Score.objects.filter(submission=sub).exists():
         Score.objects.filter(submission=sub).delete()
         CaseResult.objects.filter(submission=sub).delete()
-        leaderboard_refresh(sub.round)
+        leaderboard_refresh_entrant(sub.round, sub.entrant_id)
 
 
 def submission_score(*, submission_id: int) -> str | None:
@@ -282,7 +282,7 @@ def submission_score(*, submission_id: int) -> str | None:
         submission_set_status(sub, Status.SCORED, f"scored against truth version {version.version}"
                               + ("" if version.is_final else " (interim: provisional)"),
                               truth_version=version, errors=[])
-        leaderboard_refresh(sub.round)
+        leaderboard_refresh_entrant(sub.round, sub.entrant_id)
     return Status.SCORED
 
 
@@ -342,7 +342,7 @@ def submission_select(*, submission: Submission, user) -> None:
         )
         Submission.objects.filter(pk=submission.pk).update(is_selected=True)
         submission.is_selected = True
-        leaderboard_refresh(submission.round)
+        leaderboard_refresh_entrant(submission.round, submission.entrant_id)
 
 
 def submissions_requeue(queryset, reason: str) -> int:
