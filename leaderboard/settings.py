@@ -230,6 +230,16 @@ CELERY_BEAT_SCHEDULE = {
         "task": "leaderboard.sweep_stuck_submissions",
         "schedule": envfloat("SWEEP_INTERVAL_SECONDS", 60.0),
     },
+    # Round kinds: rounds past closes_at close by themselves (uploads past it are refused
+    # at once anyway); truth versions whose scoring never finished are requeued.
+    "close-due-rounds": {
+        "task": "leaderboard.close_due_rounds",
+        "schedule": envfloat("ROUND_CLOSE_INTERVAL_SECONDS", 30.0),
+    },
+    "sweep-round-versions": {
+        "task": "leaderboard.sweep_round_versions",
+        "schedule": envfloat("SWEEP_INTERVAL_SECONDS", 60.0),
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 

@@ -129,7 +129,11 @@ def board_find(qs: QuerySet, order: tuple[str, ...], *, entrant_ids, page_size: 
 def leaderboard_queryset(round_: Round | None, split: str) -> QuerySet:
     if round_ is None:
         return LeaderboardRow.objects.none()
-    return LeaderboardRow.objects.filter(round=round_, split=split).select_related("entrant", "submission")
+    # Only what a board shows: a submission row also carries its payload, which can be large.
+    return (LeaderboardRow.objects.filter(round=round_, split=split).select_related("entrant", "submission")
+            .only(*(f.name for f in LeaderboardRow._meta.concrete_fields if f.name != "round"), "round_id",
+                  "entrant__name", "entrant__description", "entrant__owner_id",
+                  "submission__audit_hash", "submission__received_at"))
 
 
 def private_visible(benchmark: Benchmark, viewer) -> bool:
@@ -267,3 +271,128 @@ def submissions_headline(submissions) -> dict[int, float | None]:
     for sub_id, value in Score.objects.filter(q, split="public").values_list("submission_id", "value"):
         out[sub_id] = value
     return out
+
+
+# -- rounds of round kinds ---------------------------------------------------------
+
+def rounds_of(benchmark: Benchmark) -> list[Round]:
+    """Every round of a benchmark, newest first, with its submission count (one query)."""
+    return list(Round.objects.filter(benchmark=benchmark)
+                .annotate(submission_count=Count("submissions", filter=Q(submissions__is_repeat=False)))
+                .order_by("-number", "-id"))
+
+
+def round_of(benchmark: Benchmark, number: int) -> Round | None:
+    return (Round.objects.filter(benchmark=benchmark, number=number)
+            .annotate(submission_count=Count("submissions", filter=Q(submissions__is_repeat=False))).first())
+
+
+def round_truth_versions(round_: Round) -> list:
+    from leaderboard.core.models import TruthVersion
+
+    return list(TruthVersion.objects.filter(round=round_).order_by("version"))
+
+
+def round_audit(round_: Round) -> list[dict] | None:
+    """After close, the frozen submissions: entrant, audit hash, received_at (None while open)."""
+    if round_.status == Round.Status.OPEN:
+        return None
+    return [{"entrant": name, "audit_hash": audit_hash, "received_at": at}
+            for name, audit_hash, at in Submission.objects.filter(round=round_, is_counted=True)
+            .order_by("entrant__name", "id").values_list("entrant__name", "audit_hash", "received_at")]
+
+
+def round_truth_visible(round_: Round, viewer) -> bool:
+    """Whether per-id truth of a round (debug tables) may be shown to ``viewer``: staff always,
+    anyone else only once the round is resolved. The lead folds this into the one no-leak rule."""
+    if getattr(viewer, "is_staff", False):
+        return True
+    return round_.status == Round.Status.RESOLVED
+
+
+def round_board_page(round_: Round, *, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+    return board_page(leaderboard_queryset(round_, "public"), LeaderboardRow.BOARD_ORDER, page=page,
+                      page_size=page_size)
+
+
+def round_board_find(round_: Round, viewer, *, page_size: int = DEFAULT_PAGE_SIZE):
+    if not getattr(viewer, "is_authenticated", False):
+        return None
+    return board_find(leaderboard_queryset(round_, "public"), LeaderboardRow.BOARD_ORDER,
+                      entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
+
+
+def standings_queryset(benchmark: Benchmark, track: str = "") -> QuerySet:
+    from leaderboard.core.models import StandingRow
+
+    return (StandingRow.objects.filter(benchmark=benchmark, track=track)
+            .select_related("entrant").only(*(f.name for f in StandingRow._meta.concrete_fields
+                                              if f.name not in ("benchmark", "entrant")),
+                                            "benchmark_id", "entrant_id", "entrant__name", "entrant__description",
+                                            "entrant__owner_id"))
+
+
+def standings_page(benchmark: Benchmark, *, track: str = "", page: int = 1,
+                   page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+    from leaderboard.core.models import StandingRow
+
+    return board_page(standings_queryset(benchmark, track), StandingRow.BOARD_ORDER, page=page, page_size=page_size)
+
+
+def standings_find(benchmark: Benchmark, viewer, *, track: str = "", page_size: int = DEFAULT_PAGE_SIZE):
+    from leaderboard.core.models import StandingRow
+
+    if not getattr(viewer, "is_authenticated", False):
+        return None
+    return board_find(standings_queryset(benchmark, track), StandingRow.BOARD_ORDER,
+                      entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
+
+
+def round_history(round_: Round, *, entrant_names: list[str] | None = None) -> list[dict]:
+    """Every counted submission's scores per truth version, oldest version first:
+    ``[{"entrant", "points": [{"version", "as_of", "interim", "metrics"}]}]``, entrants by name."""
+    from leaderboard.core.models import RoundScore
+
+    qs = RoundScore.objects.filter(submission__round=round_, submission__is_counted=True)
+    if entrant_names is not None:
+        qs = qs.filter(submission__entrant__name__in=entrant_names)
+    by_entrant: dict[str, list[dict]] = defaultdict(list)
+    for name, version, as_of, final, metrics in qs.order_by("submission__entrant__name", "truth_version__version",
+                                                            "id").values_list(
+            "submission__entrant__name", "truth_version__version", "truth_version__as_of",
+            "truth_version__is_final", "metrics"):
+        by_entrant[name].append({"version": version, "as_of": as_of, "interim": not final, "metrics": metrics})
+    return [{"entrant": name, "points": points} for name, points in by_entrant.items()]
+
+
+def submission_round_scores(submission: Submission) -> list[dict]:
+    """A round submission's scores per truth version, oldest first: version, as_of, interim, metrics."""
+    from leaderboard.core.models import RoundScore
+
+    return [{"version": v, "as_of": as_of, "interim": not final, "metrics": metrics}
+            for v, as_of, final, metrics in RoundScore.objects.filter(submission=submission)
+            .order_by("truth_version__version", "id")
+            .values_list("truth_version__version", "truth_version__as_of", "truth_version__is_final", "metrics")]
+
+
+def round_submission_case_rows(submission: Submission, *, viewer=None) -> list[dict] | None:
+    """The per-id debug table of a round submission, computed now from its stored array and the
+    round's latest truth version; None while the viewer may not see the round's truth."""
+    from leaderboard.core.models import SubmissionArray, TruthVersion
+    from leaderboard.core.services.round_engine import round_truth, round_universe
+
+    round_ = submission.round
+    if not round_truth_visible(round_, viewer):
+        return None
+    version = (TruthVersion.objects.filter(round=round_, scored_at__isnull=False)
+               .select_related("round__benchmark").order_by("-is_final", "-version").first())
+    array = SubmissionArray.objects.filter(submission=submission).first()
+    if version is None or array is None:
+        return None
+    import numpy as np
+
+    universe = round_universe(round_)
+    values = np.frombuffer(bytes(array.data), dtype=np.float64).reshape(array.rows, len(array.columns))
+    kind = submission.benchmark.kind_impl
+    return kind.round_case_rows(values, universe=universe, truth=round_truth(version, universe),
+                                config=submission.benchmark.config)

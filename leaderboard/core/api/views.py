@@ -49,6 +49,8 @@ def benchmark_summary(request, b: Benchmark) -> dict:
 
 
 def submission_dict(request, sub: Submission) -> dict:
+    if sub.benchmark.kind_impl.is_round_kind:
+        return round_submission_dict(request, sub)
     scores = selectors.submission_scores(sub, viewer=request.user)
     return {
         "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
@@ -58,6 +60,24 @@ def submission_dict(request, sub: Submission) -> dict:
         "truth_version": sub.truth_version.version if sub.truth_version_id else None,
         "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
         "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
+    }
+
+
+def round_submission_dict(request, sub: Submission) -> dict:
+    """A round submission: ``scores`` are those of the latest scored truth version (provisional
+    until the final one, dated by ``as_of``); ``history`` every version; ``counted``."""
+    history = selectors.submission_round_scores(sub)
+    latest = history[-1] if history else None
+    return {
+        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
+        "status_reason": sub.status_reason, "round": sub.round.number, "counted": sub.is_counted,
+        "replaced_at": sub.replaced_at, "repeat": sub.is_repeat,
+        "scores": {"public": latest["metrics"]} if latest else {},
+        "provisional": bool(latest and latest["interim"]), "as_of": latest["as_of"] if latest else None,
+        "truth_version": latest["version"] if latest else None, "history": history,
+        "errors": sub.errors, "audit_hash": sub.audit_hash, "original_name": sub.original_name, "size": sub.size,
+        "is_selected": False, "created_at": sub.received_at, "started_at": sub.started_at,
+        "scored_at": sub.scored_at, "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
     }
 
 
@@ -131,6 +151,16 @@ class Leaderboard(APIView):
         paging, error = paging_or_error(request)
         if error:
             return error
+        kind = b.kind_impl
+        if kind.is_round_kind:  # standings across resolved rounds
+            track = request.query_params.get("track", "")
+            if track and track not in kind.tracks:
+                return error_response([RowError(f"unknown track {track!r}", column="track")], 400)
+            page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])
+            return board_answer(request, page, [
+                {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+                 "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows],
+                benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
         split = request.query_params.get("split") or selectors.default_split(b)
         if split not in ("public", "private"):
             return error_response([RowError("split must be 'public' or 'private'", column="split")], 400)
@@ -188,6 +218,9 @@ class SubmissionCreateOrList(APIView):
             return error_response([RowError("send a file (multipart field 'file') or a JSON body with 'predictions'",
                                              column="file")], 400)
         entrant = request.data.get("entrant") if hasattr(request.data, "get") else None
+        round_number = request.data.get("round") if hasattr(request.data, "get") else None
+        if round_number not in (None, ""):
+            kwargs["round_number"] = round_number
         try:
             if "upload" in kwargs:
                 upload = kwargs.pop("upload")
@@ -201,16 +234,16 @@ class SubmissionCreateOrList(APIView):
                                   headers={"Retry-After": str(exc.retry_after_seconds)},
                                   remaining_today=0, reset_at=exc.reset_at.isoformat())
         sub = accepted.submission
-        return Response(
-            {"id": sub.pk, "status": sub.status,
-             "url": request.build_absolute_uri(reverse("api-submission", args=[sub.pk])),
-             "audit_hash": sub.audit_hash, "remaining_today": accepted.remaining_today},
-            status=status.HTTP_202_ACCEPTED,
-        )
+        answer = {"id": sub.pk, "status": sub.status,
+                  "url": request.build_absolute_uri(reverse("api-submission", args=[sub.pk])),
+                  "audit_hash": sub.audit_hash, "remaining_today": accepted.remaining_today}
+        if b.kind_impl.is_round_kind:
+            answer |= {"round": sub.round.number, "counted": sub.is_counted}
+        return Response(answer, status=status.HTTP_202_ACCEPTED)
 
 
 def _own_submission(request, pk) -> Submission:
-    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version")
+    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round")
     return get_object_or_404(qs, pk=pk)
 
 
@@ -232,7 +265,12 @@ class SubmissionCases(APIView):
     )
     def get(self, request, pk):
         sub = _own_submission(request, pk)
-        rows = selectors.submission_case_rows(sub, viewer=request.user)
+        if sub.benchmark.kind_impl.is_round_kind:
+            rows = selectors.round_submission_case_rows(sub, viewer=request.user)
+            if rows is None:
+                return error_response([RowError("per-id results are shown once the round is resolved")], 409)
+        else:
+            rows = selectors.submission_case_rows(sub, viewer=request.user)
         if request.query_params.get("format") == "csv":
             return csv_response(rows, f"submission-{sub.pk}-cases.csv")
         return Response(rows)

@@ -131,6 +131,9 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
         benchmark.config = bundle.config
         benchmark.is_published = bool(meta.get("published", True))
         benchmark.save()
+        if kind.is_round_kind:  # rounds open later, each with its universe (round_open)
+            return LoadReport(benchmark=benchmark, created=created, truth_version=None, truth_changed=False,
+                              cases=0, requeued=0)
         round_, _ = Round.objects.get_or_create(
             benchmark=benchmark, number=1,
             defaults={"is_permanent": True, "title": benchmark.title, "status": Round.Status.OPEN},

@@ -96,7 +96,10 @@ def _resolve_entrant(user, entrant: str | int | None) -> Entrant:
 
 
 def current_round(benchmark: Benchmark) -> Round | None:
-    return Round.objects.filter(benchmark=benchmark, status=Round.Status.OPEN).order_by("-number", "-id").first()
+    """The open round uploads go to. A round with no cases (no universe) is never current:
+    an empty round added by hand must not turn every upload away."""
+    return (Round.objects.open().with_cases().filter(benchmark=benchmark)
+            .order_by("-number", "-id").first())
 
 
 def upload_size_check(*, benchmark: Benchmark, size: int) -> None:
@@ -121,6 +124,7 @@ def submission_create(
     filename: str = "",
     predictions: Any = None,
     entrant: str | int | None = None,
+    round_number: int | str | None = None,
 ) -> Accepted:
     """Validate an upload (file bytes or a JSON ``predictions`` list) and queue it.
 
@@ -129,6 +133,11 @@ def submission_create(
     submission; scoring is enqueued when that transaction commits.
     """
     kind = benchmark.kind_impl
+    if kind.is_round_kind:  # rounds with a universe: validated, stored, scored when truth arrives
+        from leaderboard.core.services.round_engine import round_submission_create
+
+        return round_submission_create(user=user, benchmark=benchmark, data=data, filename=filename,
+                                       predictions=predictions, entrant=entrant, round_number=round_number)
     config = benchmark.config
     ent = _resolve_entrant(user, entrant)
     round_ = current_round(benchmark)
@@ -205,6 +214,25 @@ def submission_set_status(sub: Submission, status: str, reason: str = "", **fiel
         setattr(sub, name, value)
     sub.save()
     SubmissionEvent.objects.create(submission=sub, status=status, reason=reason, at=now)
+
+
+def submissions_set_status_bulk(ids: list[int], status: str, reason: str, **fields: Any) -> int:
+    """``submission_set_status`` for many submissions at once (whole-round scoring).
+
+    Same side effects: status, reason, status_changed_at (and scored_at when
+    scored), the given fields, and one SubmissionEvent each. Call inside the
+    transaction that made the change.
+    """
+    now = timezone.now()
+    extra = {"scored_at": now} if status == Status.SCORED else {}
+    updated = 0
+    for start in range(0, len(ids), 2000):
+        chunk = ids[start:start + 2000]
+        updated += Submission.objects.filter(pk__in=chunk).update(
+            status=status, status_reason=reason, status_changed_at=now, **extra, **fields)
+        SubmissionEvent.objects.bulk_create(
+            [SubmissionEvent(submission_id=pk, status=status, reason=reason, at=now) for pk in chunk])
+    return updated
 
 
 def _fail(sub: Submission, reason: str, *, server_side: bool, errors: list[RowError] = ()) -> None:

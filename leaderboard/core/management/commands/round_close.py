@@ -1,0 +1,20 @@
+from django.core.management.base import BaseCommand
+
+from leaderboard.core.management.commands._rounds import refused_as_command_error, round_or_error
+from leaderboard.core.models import Submission
+from leaderboard.core.services.round_engine import round_close
+
+
+class Command(BaseCommand):
+    help = "Close round N: no submission is accepted after it; each entrant's counted submission is frozen."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("number", type=int)
+
+    def handle(self, *args, slug, number, **options):
+        round_ = round_or_error(slug, number)
+        with refused_as_command_error(f"round_close {slug} {number}"):
+            round_ = round_close(round_=round_)
+        counted = Submission.objects.filter(round=round_, is_counted=True).count()
+        self.stdout.write(f"round {number} of {slug} is {round_.status}: {counted} counted submissions frozen")
