@@ -208,6 +208,12 @@ class Kind:
         """Extra views of a submission's per-case rows for its page (e.g. a confusion matrix)."""
         return None
 
+    def summary_views(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
+        """What the submission page draws beside the metrics, in the pages' terms: any of
+        ``confusion_matrix`` ({actual: {predicted: n}}) with ``confusion_order``, and
+        ``calibration_bins`` with ``calibration_missing`` (rows without a confidence)."""
+        return None
+
     # -- scoring ------------------------------------------------------------
     def score(self, parsed: Any, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> Result:
         """Score one submission."""
