@@ -323,11 +323,9 @@ def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     start = math.floor(low / step) * step
-    ticks = []
-    v = start
-    while v <= high + step * 0.5:
-        ticks.append(round(v, 10))
-        v += step
+    ticks = [round(start, 10)]
+    while ticks[-1] < high - 1e-12:  # the last tick is at or above the highest value
+        ticks.append(round(ticks[-1] + step, 10))
     return ticks
 
 

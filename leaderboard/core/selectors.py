@@ -260,9 +260,21 @@ def submissions_headline(submissions) -> dict[int, float | None]:
     """Public ranking-metric value per submission id, in one query."""
     subs = list(submissions)
     wanted = defaultdict(list)
+    rounds: dict[int, str] = {}
     for s in subs:
-        wanted[s.benchmark.kind_impl.ranking_metric].append(s.pk)
+        kind = s.benchmark.kind_impl
+        if kind.is_round_kind:  # the latest scored truth version's value
+            rounds[s.pk] = kind.ranking_metric_for(s.benchmark.config)
+        else:
+            wanted[kind.ranking_metric].append(s.pk)
     out: dict[int, float | None] = {}
+    if rounds:
+        from leaderboard.core.models import RoundScore
+
+        for sub_id, metrics in (RoundScore.objects.filter(submission_id__in=list(rounds))
+                                .order_by("submission_id", "truth_version__version")
+                                .values_list("submission_id", "metrics")):
+            out[sub_id] = metrics.get(rounds[sub_id])
     q = Q()
     for metric, ids in wanted.items():
         q |= Q(metric=metric, submission_id__in=ids)
