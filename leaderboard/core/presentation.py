@@ -392,7 +392,7 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         "top": ICHART_TOP, "bottom": ICHART_H - ICHART_BOTTOM,
         "y_ticks": [{"y": y(t), "label": metric.fmt.format(t) if metric.fmt else f"{t:g}"} for t in ticks],
         "zero": y(0.0) if low < 0 < high else None,
-        "x_ticks": x_ticks, "lines": lines, "labels": labels,
+        "x_ticks": x_ticks, "lines": lines, "labels": labels, "has_final": any(t["final"] for t in x_ticks),
         "columns": x_ticks, "table": table,
         "x_label_y": ICHART_H - 6, "x_mid": round(ICHART_LEFT + pw / 2, 2), "y_mid": round(ICHART_TOP + ph / 2, 2),
     }

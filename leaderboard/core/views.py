@@ -127,7 +127,6 @@ def round_detail(request, slug, number):
         "audit": selectors.round_audit(round_),
         "charts": charts,
         "notes": list((round_.data or {}).get("notes", [])),
-        "stakes_loaded": round_.stakes.exists(),
         "kind_template": kind.round_template,
     })
 
@@ -204,7 +203,11 @@ def submit(request, slug):
             errors, status = [{"row": None, "column": None, "message": exc.message}], 429
             retry_after = exc.retry_after_seconds
         else:
-            messages.success(request, f"Received {upload.name}: it is queued for scoring. "
+            sub = accepted.submission
+            waiting = (f"it is accepted for round {sub.round.number} and counts as {sub.entrant.name}'s submission; "
+                       "it is scored when the round's truth arrives" if sub.status == Submission.Status.ACCEPTED
+                       else "it is queued for scoring")
+            messages.success(request, f"Received {upload.name}: {waiting}. "
                                       f"{accepted.remaining_today} submissions left today.")
             return redirect("submission_detail", pk=accepted.submission.pk)
     elif request.method == "POST":
