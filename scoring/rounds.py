@@ -684,12 +684,17 @@ def _feature_neutral_corr(
     lstsq_cols = max(matrix.chunk_size, 512)  # one SVD of the features per 512 submissions
     for ids, cols in ranks.groups():
         row_ids = np.flatnonzero(ranks.rows) if ids is None else ids
-        parts = []
-        for start in range(0, len(cols), lstsq_cols):
+        design = feature_values[row_ids]
+
+        def neutral_part(start: int, ids=ids, design=design) -> np.ndarray:
             gauss = ranks.lookup(cols[start : start + lstsq_cols], gaussian_table, ids).T
-            residual = neutralize_block(gauss, feature_values[row_ids])
-            parts.append(_snap_rounding_ties(residual, _RESIDUAL_TIE * np.abs(gauss).max(axis=0)))
+            residual = neutralize_block(gauss, design)
+            return _snap_rounding_ties(residual, _RESIDUAL_TIE * np.abs(gauss).max(axis=0))
+
+        # On the thread pool: sorting and least squares release the GIL.
+        parts = list(matrix.map(neutral_part, list(range(0, len(cols), lstsq_cols))))
         neutral = np.hstack(parts)
+        del parts
         # constant (or fully explained) submissions: a constant column scores NaN below
         undefined = np.isnan(neutral).any(axis=0) | (neutral == neutral[:1]).all(axis=0)
         neutral[:, undefined] = 0.0
@@ -705,6 +710,44 @@ def _feature_neutral_corr(
 # --------------------------------------------------------------------------
 # Pairwise correlation between submissions (MCWNM, APCWNM)
 # --------------------------------------------------------------------------
+PAIRWISE_BLOCK = 1024
+
+
+def _symmetric_max_mean(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``unit`` (unit-norm centred rows; NaN rows for constant submissions), the max
+    and mean of its dot products with every other row, NaN pairs left out.
+
+    The correlation matrix is symmetric: each block of rows is multiplied only with the
+    rows from itself on, and the product serves both sides, which halves the work of the
+    all-pairs product (10,000 submissions: 5e11 multiply-adds instead of 1e12). The blocks
+    are large so the product runs at BLAS speed on every core.
+    """
+    m = unit.shape[0]
+    best = np.full(m, -np.inf)
+    total = np.zeros(m)
+    count = np.zeros(m)
+
+    def update(rows: slice, block: np.ndarray) -> None:
+        best[rows] = np.fmax(best[rows], np.fmax.reduce(block, axis=1))  # NaN ignored
+        present = ~np.isnan(block)
+        total[rows] += np.where(present, block, 0.0).sum(axis=1)
+        count[rows] += present.sum(axis=1)
+
+    for start in range(0, m, PAIRWISE_BLOCK):
+        stop = min(start + PAIRWISE_BLOCK, m)
+        block = unit[start:stop] @ unit[start:].T  # rows start..stop against rows start..m
+        size = stop - start
+        block[np.arange(size), np.arange(size)] = np.nan  # not with itself
+        update(slice(start, stop), block)
+        if stop < m:
+            update(slice(stop, m), block[:, size:].T)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / count
+    best[count == 0] = np.nan
+    mean[count == 0] = np.nan
+    return best, mean
+
+
 def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
     """Per submission, max and mean Pearson correlation of its gaussianized ranks with
     every other submission's, each pair over the ids both predict."""
@@ -717,9 +760,8 @@ def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
         with np.errstate(invalid="ignore", divide="ignore"):
             unit = centred / np.sqrt(np.einsum("ij,ij->i", centred, centred))[:, None]
         unit[ranks.constant] = np.nan
-
-        def block_corr(chunk: np.ndarray) -> np.ndarray:
-            return unit[chunk] @ unit.T
+        del centred, gauss
+        return _symmetric_max_mean(unit)
 
     else:
         mask = valid.astype(np.float64)

@@ -44,6 +44,7 @@ import numpy as np
 
 from scoring import metrics_impact as mi
 from scoring.metrics_uncertainty import bootstrap_ci
+from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth, VerifyUnavailable
@@ -120,19 +121,8 @@ def _jsonable(v: Any) -> bool:
 
 
 def _decode(data: bytes, errors: ErrorList) -> str | None:
-    """UTF-8 text of an upload, or None with the reason added to ``errors``."""
-    if b"\x00" in data:
-        errors.add("the file contains NUL bytes: it looks binary; upload UTF-8 text (CSV or JSON)")
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        errors.add(
-            f"the file is not valid UTF-8 (byte {exc.start}, on line {line}); save it as UTF-8 text",
-            row=line,
-        )
-        return None
+    """UTF-8 text of an upload, or None with the reason added to ``errors`` (the one reader every kind uses)."""
+    return csvfile.decode(data, errors)
 
 
 def _read_csv(text: str, errors: ErrorList) -> tuple[list[str], list[tuple[int, list[str]]]] | None:

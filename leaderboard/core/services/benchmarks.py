@@ -27,10 +27,8 @@ log = logging.getLogger("leaderboard.benchmarks")
 MAX_BUNDLE_FILE_BYTES = 200 * 1024 * 1024
 
 
-class BundleError(Exception):
-    def __init__(self, errors: list[RowError]):
-        self.errors = errors
-        super().__init__("\n".join(str(e) for e in errors))
+# A bad bundle: the one application error (scoring.errors.ValidationFailed) under its old name.
+BundleError = ValidationFailed
 
 
 @dataclass

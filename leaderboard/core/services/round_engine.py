@@ -12,6 +12,7 @@ import datetime as dt
 import hashlib
 import logging
 import threading
+import time
 from collections import OrderedDict
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -432,6 +433,7 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
             return None
         TruthVersion.objects.filter(pk=tv.pk).update(scoring_claimed_at=timezone.now())
 
+    started = time.perf_counter()
     round_ = tv.round
     benchmark = round_.benchmark
     kind = benchmark.kind_impl
@@ -463,8 +465,10 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
     inputs = RoundInputs(universe=universe, keys=[c[0] for c in counted], values=values,
                          meta=[c[3] for c in counted], stakes=stakes,
                          benchmark_models=np.array([c[4] for c in counted], dtype=bool), truth=truth)
+    loaded = time.perf_counter()
     outcome = kind.score_round_version(inputs, config)
     del values, inputs
+    computed = time.perf_counter()
 
     ranking = kind.ranking_metric_for(config)
     higher = kind.metric(ranking).higher_is_better
@@ -493,8 +497,9 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
             if round_.status != Round.Status.RESOLVED:
                 round_set_status(round_=round_, status=Round.Status.RESOLVED)
             standings_refresh(benchmark=benchmark, track=round_.track)
-    log.info("%s round %s: version %s scored for %s submissions", benchmark.slug, round_.number, tv.version,
-             len(counted))
+    log.info("%s round %s: version %s scored for %s submissions (load %.1f s, score %.1f s, write %.1f s)",
+             benchmark.slug, round_.number, tv.version, len(counted), loaded - started, computed - loaded,
+             time.perf_counter() - computed)
     return "scored"
 
 

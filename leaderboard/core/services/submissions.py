@@ -37,13 +37,9 @@ log = logging.getLogger("leaderboard.submissions")
 Status = Submission.Status
 
 
-class SubmissionRejected(Exception):
-    """The request cannot become a submission; ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, errors: list[RowError], status: int = 400):
-        self.errors = errors
-        self.status = status
-        super().__init__("; ".join(str(e) for e in errors))
+# The one application error (scoring.errors.ValidationFailed), under the name services use:
+# the request cannot be accepted; ``status`` is the HTTP status to answer with.
+SubmissionRejected = ValidationFailed
 
 
 @dataclass
