@@ -711,40 +711,59 @@ def _feature_neutral_corr(
 # Pairwise correlation between submissions (MCWNM, APCWNM)
 # --------------------------------------------------------------------------
 PAIRWISE_BLOCK = 1024
+# Single precision finds each submission's nearest others; a unit-vector dot product in
+# float32 is off by far less than this, so the true maximum is always among the
+# candidates within it of the float32 maximum, which are then recomputed in float64.
+_SCREEN_MARGIN = 2e-4
 
 
 def _symmetric_max_mean(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of ``unit`` (unit-norm centred rows; NaN rows for constant submissions), the max
-    and mean of its dot products with every other row, NaN pairs left out.
+    and mean of its dot products with every other row, NaN pairs left out. Exact in float64.
 
-    The correlation matrix is symmetric: each block of rows is multiplied only with the
-    rows from itself on, and the product serves both sides, which halves the work of the
-    all-pairs product (10,000 submissions: 5e11 multiply-adds instead of 1e12). The blocks
-    are large so the product runs at BLAS speed on every core.
+    The mean needs no pairs: sum of dots with the others = row . (sum of all rows) - 1.
+    The max needs them all: the correlation matrix is symmetric, so each block of rows is
+    multiplied only with the rows from itself on, in float32 (twice BLAS' float64 speed),
+    and the few candidates within ``_SCREEN_MARGIN`` of each row's float32 maximum are
+    recomputed in float64.
     """
     m = unit.shape[0]
-    best = np.full(m, -np.inf)
-    total = np.zeros(m)
-    count = np.zeros(m)
+    live = ~np.isnan(unit).any(axis=1)
+    others = live.sum() - 1
+    total = unit[live].sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (unit @ total - np.einsum("ij,ij->i", unit, unit)) / others
+    mean[~live] = np.nan
+    if others < 1:
+        return np.full(m, np.nan), np.full(m, np.nan)
 
-    def update(rows: slice, block: np.ndarray) -> None:
-        best[rows] = np.fmax(best[rows], np.fmax.reduce(block, axis=1))  # NaN ignored
-        present = ~np.isnan(block)
-        total[rows] += np.where(present, block, 0.0).sum(axis=1)
-        count[rows] += present.sum(axis=1)
-
+    single = np.where(live[:, None], unit, 0.0).astype(np.float32)
+    best32 = np.full(m, -np.inf, dtype=np.float32)
+    blocks = []
     for start in range(0, m, PAIRWISE_BLOCK):
         stop = min(start + PAIRWISE_BLOCK, m)
-        block = unit[start:stop] @ unit[start:].T  # rows start..stop against rows start..m
+        block = single[start:stop] @ single[start:].T
         size = stop - start
-        block[np.arange(size), np.arange(size)] = np.nan  # not with itself
-        update(slice(start, stop), block)
+        block[np.arange(size), np.arange(size)] = -np.inf  # not with itself
+        block[:, ~live[start:]] = -np.inf
+        best32[start:stop] = np.maximum(best32[start:stop], block.max(axis=1))
         if stop < m:
-            update(slice(stop, m), block[:, size:].T)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = total / count
-    best[count == 0] = np.nan
-    mean[count == 0] = np.nan
+            best32[stop:] = np.maximum(best32[stop:], block[:, size:].max(axis=0))
+        blocks.append((start, stop, block))
+    # Second pass: the candidates of each row, recomputed exactly.
+    best = np.full(m, -np.inf)
+    for start, stop, block in blocks:
+        size = stop - start
+        rows, cols = np.nonzero(block >= (best32[start:stop, None] - _SCREEN_MARGIN))
+        pairs = [(rows + start, cols + start)]
+        if stop < m:  # the same products, seen from the later rows
+            later_rows, later_cols = np.nonzero(block[:, size:].T >= (best32[stop:, None] - _SCREEN_MARGIN))
+            pairs.append((later_rows + stop, later_cols + start))
+        for a, b in pairs:
+            if len(a):
+                exact = np.einsum("ij,ij->i", unit[a], unit[b])
+                np.maximum.at(best, a, exact)
+    best[~live] = np.nan
     return best, mean
 
 

@@ -111,9 +111,13 @@ class BenchmarkAdmin(admin.ModelAdmin):
 
 @admin.register(m.Round)
 class RoundAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "benchmark", "number", "status", "opens_at", "closes_at", "resolves_at")
+    """Rounds of round kinds open with ``round_open`` (command or staff API), which validates the
+    universe; a round added here without cases never becomes the current round."""
+
+    list_display = ("__str__", "benchmark", "number", "track", "status", "universe_size", "opens_at", "closes_at",
+                    "resolves_at")
     list_filter = ("status", "benchmark")
-    readonly_fields = ("status", "status_changed_at")
+    readonly_fields = ("status", "status_changed_at", "universe", "universe_name", "universe_sha256", "universe_size")
     actions = ["close_rounds", "reopen_rounds", "resolve_rounds"]
 
     def _move(self, request, queryset, status):
@@ -125,7 +129,7 @@ class RoundAdmin(admin.ModelAdmin):
             else:
                 self.message_user(request, f"{round_} is now {status}.")
 
-    @admin.action(description="Close: stop accepting submissions")
+    @admin.action(description="Close: stop accepting submissions; freeze the counted ones")
     def close_rounds(self, request, queryset):
         self._move(request, queryset, m.Round.Status.CLOSED)
 
@@ -239,6 +243,20 @@ class ScoreAdmin(admin.ModelAdmin):
 class CaseResultAdmin(admin.ModelAdmin):
     list_display = ("submission", "case", "split")
     raw_id_fields = ("submission", "case")
+
+
+@admin.register(m.RoundScore)
+class RoundScoreAdmin(admin.ModelAdmin):
+    list_display = ("submission", "truth_version", "provisional", "as_of", "computed_at")
+    list_filter = ("provisional",)
+    raw_id_fields = ("submission", "truth_version")
+
+
+@admin.register(m.StandingRow)
+class StandingRowAdmin(admin.ModelAdmin):
+    list_display = ("benchmark", "track", "entrant", "score", "rounds", "updated_at")
+    list_filter = ("benchmark", "track")
+    list_select_related = ("benchmark", "entrant")
 
 
 @admin.register(m.LeaderboardRow)

@@ -404,9 +404,10 @@ class LeaderboardRow(BoardOrder):
             models.UniqueConstraint(fields=["round", "split", "entrant"], name="leaderboard_row_unique"),
         ]
         indexes = [
-            # A board page: WHERE round, split ORDER BY the order key OFFSET/LIMIT; and "find me":
-            # COUNT(*) of the rows ordered before one row (an index range).
-            models.Index(fields=["round", "split", "order_missing", "order_value", "order_at", "submission"],
+            # A board page: WHERE round, split ORDER BY the order key OFFSET/LIMIT, reading the
+            # page's ids from this index alone (id is its last column: an index-only scan);
+            # "find me": COUNT(*) of the rows ordered before one row (an index range).
+            models.Index(fields=["round", "split", "order_missing", "order_value", "order_at", "submission", "id"],
                          name="leaderboard_row_order"),
         ]
 
@@ -429,8 +430,9 @@ class StandingRow(BoardOrder):
             models.UniqueConstraint(fields=["benchmark", "track", "entrant"], name="standing_row_unique"),
         ]
         indexes = [
-            # The standings page: WHERE benchmark, track ORDER BY the order key OFFSET/LIMIT.
-            models.Index(fields=["benchmark", "track", "order_missing", "order_value", "order_at", "entrant"],
+            # The standings page: WHERE benchmark, track ORDER BY the order key OFFSET/LIMIT
+            # (ids read from the index alone, as for LeaderboardRow).
+            models.Index(fields=["benchmark", "track", "order_missing", "order_value", "order_at", "entrant", "id"],
                          name="standing_row_order"),
         ]
 

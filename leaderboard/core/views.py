@@ -1,6 +1,8 @@
 """Server-rendered pages. Thin: they call the same services and selectors as the API."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import markdown
 import nh3
 from django.contrib import messages
@@ -32,7 +34,10 @@ from leaderboard.core.services.submissions import (
 from leaderboard.core.services.verify import benchmark_verify
 
 
+@lru_cache(maxsize=256)
 def render_markdown(text: str) -> str:
+    """Markdown to sanitised HTML; the same texts (descriptions, format help) come back on every
+    page view, so the result is kept (keyed by the text itself)."""
     return nh3.clean(markdown.markdown(text or "", extensions=["tables", "fenced_code"]))
 
 
@@ -64,6 +69,8 @@ def benchmark_detail(request, slug):
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
         "rows": board.rows,
+        "cells": presentation.board_cells(board.rows, presentation.metric_columns(kind, b.config),
+                                          kind.metric_intervals),
         "board": board,
         "find_me": selectors.leaderboard_find(b, split=split, viewer=request.user, round_=round_,
                                               page_size=page_size),

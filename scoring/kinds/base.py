@@ -376,6 +376,13 @@ class RoundKind(Kind):
                 f"remove {', '.join(extra)}", file=extra[0])])
         return Bundle(config=self.validate_config(config), cases=CaseSet([]), truth=Truth({}))
 
+    def parse_submission(self, data: bytes, *, filename: str, cases: CaseSet, config: Mapping[str, Any]) -> Any:
+        raise ValidationFailed([RowError("this benchmark runs rounds: upload to its open round; there is no dry run")],
+                               status=403)
+
+    def parse_json_predictions(self, predictions: Any, *, cases: CaseSet, config: Mapping[str, Any]) -> Any:
+        return self.parse_submission(b"", filename="", cases=cases, config=config)
+
     # -- rounds -------------------------------------------------------------
     def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:
         """A round's universe file as cases (split public; ``public`` = the other columns).

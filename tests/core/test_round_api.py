@@ -109,3 +109,19 @@ def test_round_api_lifecycle(bench, api_for, client):
     assert standings["count"] == 2 and {r["rounds"] for r in standings["rows"]} == {1}
     listed = client.get(f"{URL}/rounds/").json()
     assert [(r["number"], r["status"], r["submissions"]) for r in listed] == [(1, "resolved", 3)]
+
+
+def test_round_benchmark_has_no_dry_run_and_no_one_by_one_rescore(bench, api_for, users):
+    from leaderboard.core.services.benchmarks import benchmark_rescore
+    from leaderboard.core.services.round_engine import round_open
+    from leaderboard.core.services.submissions import submission_create
+
+    gen = SignalsRound(20, seed=8)
+    round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    submission_create(user=users["owner"], benchmark=bench, data=gen.submission_csv(gen.predictions(1, 1)),
+                      filename="p.csv")
+    resp = api_for("owner").post(f"{URL}/verify/", {"file": file(gen.submission_csv(gen.predictions(1, 1)))},
+                                 format="multipart")
+    assert resp.status_code in (400, 403) and "no dry run" in resp.json()["detail"]
+    assert benchmark_rescore(benchmark=bench) == 0
+    assert Submission.objects.get().status == "accepted"

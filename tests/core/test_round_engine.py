@@ -232,3 +232,50 @@ def test_stakes_load_names_bad_rows_and_is_refused_once_resolved(bench, users):
     score_latest(round_)
     with pytest.raises(SubmissionRejected, match="resolved"):
         stakes_load(round_=round_, data=b"entrant,stake\nalpha,3\n")
+
+
+def test_a_version_claimed_but_never_scored_is_requeued_by_the_sweep(bench, users, settings,
+                                                                     django_capture_on_commit_callbacks):
+    from leaderboard.core.services.round_engine import round_versions_sweep
+
+    gen = SignalsRound(40, seed=6)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    upload(users["owner"], bench, gen.submission_csv(gen.predictions(1, 1)))
+    round_close(round_=round_)
+    with django_capture_on_commit_callbacks(execute=False):  # the enqueue is lost
+        tv = round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1, 1)), filename="t.csv", final=True)
+    # A worker claimed it and died before committing.
+    TruthVersion.objects.filter(pk=tv.pk).update(scoring_claimed_at=timezone.now() - dt.timedelta(minutes=10))
+    assert round_versions_sweep(now=timezone.now() - dt.timedelta(minutes=20)) == 0  # not stalled long enough then
+    with django_capture_on_commit_callbacks(execute=True):  # eager tasks in tests: the task runs at once
+        assert round_versions_sweep() == 1
+    tv.refresh_from_db()
+    assert tv.scored_at is not None
+    assert Round.objects.get(pk=round_.pk).status == "resolved"
+    assert round_versions_sweep() == 0
+
+
+def test_extra_target_columns_give_extra_correlations(tmp_path, users):
+    bench = signals_benchmark(tmp_path, slug="sig60", config={"extra_targets": ["target_60"], "rank_by": "corr_target_60"})
+    gen = SignalsRound(150, seed=12)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    sub = upload(users["owner"], bench, gen.submission_csv(gen.predictions(0.7, 3)))
+    upload(users["member"], bench, gen.submission_csv(gen.predictions(0.2, 4)))
+    round_close(round_=round_)
+    t20, t60 = gen.target(1.0, 1), gen.target(0.5, 2)
+    with pytest.raises(SubmissionRejected) as info:  # the configured column is required
+        round_truth_load(round_=round_, data=gen.truth_csv(t20), filename="t.csv", final=True)
+    assert info.value.errors[0].column == "target_60"
+    round_truth_load(round_=round_, data=gen.truth_csv(t20, target_60=t60), filename="t.csv", final=True)
+    tv = score_latest(round_)
+    got = RoundScore.objects.get(submission=sub, truth_version=tv).metrics
+    one = pd.DataFrame({"p": gen.predictions(0.7, 3)}, index=gen.ids)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert got["corr"] == pytest.approx(ref.numerai_corr(one, pd.Series(t20, index=gen.ids, name="t")).iloc[0],
+                                            abs=1e-12)
+        assert got["corr_target_60"] == pytest.approx(
+            ref.numerai_corr(one, pd.Series(t60, index=gen.ids, name="t")).iloc[0], abs=1e-12)
+    row = selectors.leaderboard_rows(bench, round_=round_)[0]
+    assert row.score == max(RoundScore.objects.filter(truth_version=tv).values_list("metrics__corr_target_60",
+                                                                                      flat=True))

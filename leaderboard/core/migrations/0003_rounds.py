@@ -177,7 +177,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='leaderboardrow',
-            index=models.Index(fields=['round', 'split', 'order_missing', 'order_value', 'order_at', 'submission'], name='leaderboard_row_order'),
+            index=models.Index(fields=['round', 'split', 'order_missing', 'order_value', 'order_at', 'submission', 'id'], name='leaderboard_row_order'),
         ),
         migrations.AddIndex(
             model_name='round',
@@ -218,7 +218,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='standingrow',
-            index=models.Index(fields=['benchmark', 'track', 'order_missing', 'order_value', 'order_at', 'entrant'], name='standing_row_order'),
+            index=models.Index(fields=['benchmark', 'track', 'order_missing', 'order_value', 'order_at', 'entrant', 'id'], name='standing_row_order'),
         ),
         migrations.AddConstraint(
             model_name='standingrow',

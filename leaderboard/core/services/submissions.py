@@ -370,8 +370,15 @@ def submission_select(*, submission: Submission, user) -> None:
 
 
 def submissions_requeue(queryset, reason: str) -> int:
-    """Put submissions back in the queue (rescore after a truth change, or by an organiser)."""
-    ids = list(queryset.values_list("pk", flat=True))
+    """Put submissions back in the queue (rescore after a truth change, or by an organiser).
+
+    Submissions of round kinds are left out: they are scored per truth version with
+    their whole round, never one by one.
+    """
+    from scoring.kinds import get_kind, kind_names
+
+    round_kinds = [name for name in kind_names() if get_kind(name).is_round_kind]
+    ids = list(queryset.exclude(benchmark__kind__in=round_kinds).values_list("pk", flat=True))
     for pk in ids:
         with transaction.atomic():
             sub = Submission.objects.select_for_update().get(pk=pk)
