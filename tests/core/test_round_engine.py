@@ -59,7 +59,8 @@ def test_round_open_refuses_a_bad_universe_and_creates_nothing(bench):
 
 def test_round_uploads_replace_and_refuse(bench, users):
     gen = SignalsRound(60, seed=1)
-    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv",
+                        closes_at=timezone.now() + dt.timedelta(days=3))
     assert (round_.number, round_.status, round_.universe_size) == (1, "open", 60)
     assert Case.objects.filter(round=round_).count() == 60
     first = upload(users["owner"], bench, gen.submission_csv(gen.predictions(1, 1)))
@@ -92,6 +93,8 @@ def test_round_uploads_replace_and_refuse(bench, users):
     with pytest.raises(SubmissionRejected) as info:
         upload(users["member"], bench, gen.submission_csv(values))
     assert info.value.status == 409 and "no next round is scheduled" in info.value.errors[0].message
+    closed = Round.objects.get(pk=round_.pk)
+    assert closed.closes_at <= timezone.now() and f"closed at {closed.closes_at:%Y-%m-%d %H:%M}" in str(info.value)
 
 
 def test_round_upload_past_closes_at_is_refused_before_the_job_closes_it(bench, users):

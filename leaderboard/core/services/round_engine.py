@@ -145,8 +145,15 @@ def round_open(*, benchmark: Benchmark, data: bytes, filename: str, closes_at: d
 def round_close(*, round_: Round) -> Round:
     """Close a round: no upload is accepted after it; each entrant's counted submission is frozen
     and its audit hash listed publicly. Uploads in flight finish first (they hold the round's
-    row in share mode; closing takes it for update)."""
-    return round_set_status(round_=round_, status=Round.Status.CLOSED)
+    row in share mode; closing takes it for update). Closed before its ``closes_at``, the
+    round's ``closes_at`` becomes the moment it closed."""
+    with transaction.atomic():
+        round_ = round_set_status(round_=round_, status=Round.Status.CLOSED)
+        now = timezone.now()
+        if round_.closes_at is None or round_.closes_at > now:
+            Round.objects.filter(pk=round_.pk).update(closes_at=now)
+            round_.closes_at = now
+    return round_
 
 
 def rounds_close_due(*, now: dt.datetime | None = None) -> int:

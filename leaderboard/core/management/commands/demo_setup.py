@@ -126,7 +126,7 @@ class Command(BaseCommand):
                                  final=False, as_of=start + dt.timedelta(days=day))
             if not resolving:
                 round_truth_load(round_=round_, data=demo.truth_csv(1.0), filename="targets-final.csv", final=True,
-                                 as_of=start + dt.timedelta(days=20))
+                                 as_of=min(start + dt.timedelta(days=20), today))
             for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
                 round_version_score(round_id=round_.pk, version=tv.version)
             self.stdout.write(f"  {benchmark.slug}: round {number} "
