@@ -653,18 +653,27 @@ def neutralize_block(values: np.ndarray, neutralizers: np.ndarray, proportion: f
 _RESIDUAL_TIE = 1e-11
 
 
-def _snap_rounding_ties(values: np.ndarray, tolerance: np.ndarray) -> np.ndarray:
-    """Per column, give values that differ from their sorted neighbour by at most
-    ``tolerance`` (per column) the same value (the first of their run)."""
-    order = np.argsort(values, axis=0, kind="stable")
-    ordered = np.take_along_axis(values, order, axis=0)
-    n = len(values)
-    starts = np.zeros(ordered.shape, dtype=np.int64)
-    starts[1:] = np.where(np.diff(ordered, axis=0) > tolerance, np.arange(1, n)[:, None], 0)
-    np.maximum.accumulate(starts, axis=0, out=starts)
-    snapped = np.empty_like(values)
-    np.put_along_axis(snapped, order, np.take_along_axis(ordered, starts, axis=0), axis=0)
-    return snapped
+def _snap_rounding_ties(values: np.ndarray, tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (one submission per row, contiguous), give values that differ from their
+    sorted neighbour by at most ``tolerance`` (per row) the same value (the first of their run).
+
+    Also returns the tie-kept rank codes of the snapped values (``first + last`` sorted
+    position of each value's run, as ``rank_codes``), from the same sort: the runs are
+    exactly the snapped values' tie groups, so they need not be sorted again.
+    """
+    order = np.argsort(values, axis=1, kind="stable")
+    ordered = _gather_rows(values, order)
+    rows, n = values.shape
+    boundary = np.diff(ordered, axis=1) > tolerance[:, None]
+    starts = np.zeros((rows, n), dtype=np.int32)
+    starts[:, 1:] = np.where(boundary, np.arange(1, n, dtype=np.int32), 0)
+    np.maximum.accumulate(starts, axis=1, out=starts)
+    ends = np.full((rows, n), n - 1, dtype=np.int32)
+    ends[:, :-1] = np.where(boundary, np.arange(n - 1, dtype=np.int32), n - 1)
+    ends = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1]
+    snapped = _scatter_rows(order, _gather_rows(ordered, starts), np.float64)
+    codes = _scatter_rows(order, starts + ends, np.int32)
+    return snapped, codes
 
 
 def _feature_neutral_corr(
@@ -686,20 +695,30 @@ def _feature_neutral_corr(
         row_ids = np.flatnonzero(ranks.rows) if ids is None else ids
         design = feature_values[row_ids]
 
-        def neutral_part(start: int, ids=ids, design=design) -> np.ndarray:
-            gauss = ranks.lookup(cols[start : start + lstsq_cols], gaussian_table, ids).T
-            residual = neutralize_block(gauss, design)
-            return _snap_rounding_ties(residual, _RESIDUAL_TIE * np.abs(gauss).max(axis=0))
+        def neutral_part(start: int, ids=ids, design=design) -> tuple[np.ndarray, np.ndarray]:
+            gauss = ranks.lookup(cols[start : start + lstsq_cols], gaussian_table, ids)  # (submissions, ids)
+            residual = np.ascontiguousarray(neutralize_block(gauss.T, design).T)
+            return _snap_rounding_ties(residual, _RESIDUAL_TIE * np.abs(gauss).max(axis=1))
 
-        # On the thread pool: sorting and least squares release the GIL.
+        # On the thread pool: sorting and least squares release the GIL. One submission per
+        # row throughout, so every sort and gather runs over contiguous memory.
         parts = list(matrix.map(neutral_part, list(range(0, len(cols), lstsq_cols))))
-        neutral = np.hstack(parts)
+        neutral = np.vstack([p[0] for p in parts])
+        codes = np.vstack([p[1] for p in parts])
         del parts
-        # constant (or fully explained) submissions: a constant column scores NaN below
-        undefined = np.isnan(neutral).any(axis=0) | (neutral == neutral[:1]).all(axis=0)
-        neutral[:, undefined] = 0.0
-        neutral[:, ~undefined] /= neutral[:, ~undefined].std(axis=0)
-        sub = RoundMatrix(neutral.T, matrix.ids[row_ids], matrix.names[cols], chunk_size=matrix.chunk_size, workers=matrix.workers)
+        # constant (or fully explained) submissions: a constant row scores NaN below
+        undefined = np.isnan(neutral).any(axis=1) | (neutral == neutral[:, :1]).all(axis=1)
+        neutral[undefined] = 0.0
+        defined = ~undefined
+        neutral[defined] /= neutral[defined].std(axis=1)[:, None]  # a positive scale keeps the ranks
+        sub = RoundMatrix(neutral, matrix.ids[row_ids], matrix.names[cols], chunk_size=matrix.chunk_size, workers=matrix.workers)
+        del neutral
+        n_rows = len(row_ids)
+        codes[undefined] = n_rows - 1  # one tie group: constant
+        # The ranks over all of the sub-matrix's rows come from the snapping sort; the
+        # family re-ranks only if the target leaves some of these rows out.
+        sub._ranks[None] = Ranks(codes, np.full(len(cols), n_rows, dtype=np.int64), undefined.copy(),
+                                 np.ones(n_rows, dtype=bool))
         family = _CorrFamily("fnc", sub, target, power_target=True, ratio=ratio, what="the target")
         scores, sub_problems = _score_families(sub, [family])
         fnc[cols] = scores["fnc"]
