@@ -125,3 +125,27 @@ def test_round_benchmark_has_no_dry_run_and_no_one_by_one_rescore(bench, api_for
     assert resp.status_code in (400, 403) and "no dry run" in resp.json()["detail"]
     assert benchmark_rescore(benchmark=bench) == 0
     assert Submission.objects.get().status == "accepted"
+
+
+def test_admin_loads_stakes_and_truth_of_a_round(bench, client, users):
+    from leaderboard.core.models import Round, Stake
+    from leaderboard.core.services.round_engine import round_close, round_open
+    from leaderboard.core.services.submissions import submission_create
+
+    gen = SignalsRound(30, seed=9)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    submission_create(user=users["owner"], benchmark=bench, data=gen.submission_csv(gen.predictions(1, 1)),
+                      filename="p.csv")
+    client.force_login(users["organiser"])
+    url = f"/admin/core/round/{round_.pk}/files/"
+    assert "load stakes or truth" in client.get("/admin/core/round/").content.decode()
+    resp = client.post(url, {"action": "Load stakes", "stakes": file(b"entrant,stake\nowner,7\n")})
+    assert resp.status_code == 302 and Stake.objects.get(round=round_).amount == 7
+    resp = client.post(url, {"action": "Load truth", "truth": file(gen.truth_csv(gen.target(1, 1)))})
+    assert resp.status_code == 200 and "still open" in resp.content.decode()
+    round_close(round_=round_)
+    resp = client.post(url, {"action": "Load truth", "truth": file(gen.truth_csv(gen.target(1, 1))), "interim": "on",
+                             "as_of": "2026-01-02"})
+    assert resp.status_code == 302
+    assert TruthVersion.objects.get(round=round_).as_of.isoformat() == "2026-01-02"
+    assert Round.objects.get(pk=round_.pk).status == "closed"
