@@ -452,10 +452,7 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
     counted: list[tuple] = []  # (submission id, entrant id, received_at, meta, benchmark model)
     values = None
     # One pass over the arrays; each blob is copied into the matrix and dropped.
-    for pk, entrant_id, received_at, payload, rows, columns, blob, is_bm in (
-            Submission.objects.filter(round=round_, is_counted=True).order_by("id").values_list(
-                "pk", "entrant_id", "received_at", "payload", "array__rows", "array__columns", "array__data",
-                "entrant__is_benchmark_model").iterator(chunk_size=500)):
+    for pk, entrant_id, received_at, payload, rows, columns, blob, is_bm in _counted_arrays(round_):
         if blob is None or rows != n_ids:
             raise RuntimeError(f"submission {pk} has no array of {n_ids} rows")
         if values is None:
@@ -508,6 +505,29 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
              benchmark.slug, round_.number, tv.version, len(counted), loaded - started, computed - loaded,
              time.perf_counter() - computed)
     return "scored"
+
+
+def _counted_arrays(round_: Round):
+    """The round's counted submissions with their arrays, in id order, streamed.
+
+    On PostgreSQL through a server-side cursor in the binary protocol: bytea comes as
+    raw bytes instead of hex text, which halves the time to read 10,000 arrays.
+    """
+    if connection.vendor != "postgresql":
+        yield from (Submission.objects.filter(round=round_, is_counted=True).order_by("id").values_list(
+            "pk", "entrant_id", "received_at", "payload", "array__rows", "array__columns", "array__data",
+            "entrant__is_benchmark_model").iterator(chunk_size=500))
+        return
+    sub, arr, ent = Submission._meta.db_table, SubmissionArray._meta.db_table, Entrant._meta.db_table
+    with transaction.atomic():  # a named cursor lives in a transaction
+        connection.ensure_connection()
+        with connection.connection.cursor(name=f"round_{round_.pk}_arrays", binary=True) as cursor:
+            cursor.itersize = 500
+            cursor.execute(
+                f"SELECT s.id, s.entrant_id, s.received_at, s.payload, a.rows, a.columns, a.data, e.is_benchmark_model "
+                f"FROM {sub} s JOIN {arr} a ON a.submission_id = s.id JOIN {ent} e ON e.id = s.entrant_id "
+                f"WHERE s.round_id = %s AND s.is_counted ORDER BY s.id", [round_.pk])
+            yield from cursor
 
 
 def standings_refresh(*, benchmark: Benchmark, track: str = "") -> int:
