@@ -144,8 +144,7 @@ def read_table(data: bytes, *, errs: ErrorList, max_bytes: int, required: Sequen
     text = decode(data, errs)
     if text is None:
         errs.raise_if_any()
-    reader_lines = Lines(text, limit=1)  # replaced once the header says how wide a row may be
-    header_line = next(reader_lines._LINE.finditer(text), None)
+    header_line = next(Lines._LINE.finditer(text), None)  # how wide a row may be
     if header_line is None or not header_line.group().strip():
         errs.add("the first row (the header) is blank", row=1)
         errs.raise_if_any()

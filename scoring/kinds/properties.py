@@ -20,7 +20,7 @@ import io
 import math
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 

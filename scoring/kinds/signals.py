@@ -304,7 +304,6 @@ class SignalsKind(RoundKind):
 
     # -- scoring ------------------------------------------------------------------
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
-        cfg = self.validate_config(config)
         notes: list[str] = []
         ids = pd.Index(inputs.universe.ids)
         names = pd.Index([str(k) for k in inputs.keys])

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from leaderboard.core import selectors
-from leaderboard.core.models import ApiToken, Entrant, LeaderboardRow, Submission
+from leaderboard.core.models import ApiToken, Entrant, Submission
 from leaderboard.core.services.submissions import submission_create, submission_score
 from tests.conftest import MINI_ROWS, submission_csv
 

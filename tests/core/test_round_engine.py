@@ -122,7 +122,6 @@ def reference_scores(preds: pd.DataFrame, target: pd.Series, stakes: pd.Series, 
     """numerai-tools 0.7.2, one submission at a time (as DESIGN.md defines each metric)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gauss = ref.tie_kept_rank__gaussianize__pow_1_5  # noqa: F841 - the package's pipeline exists
         ranked = ref.gaussian(ref.tie_kept_rank(preds))
         mm = (ranked[stakes.index] * stakes).sum(axis=1) / stakes.sum()
         bmm = (ranked[bm] * stakes[bm]).sum(axis=1) / stakes[bm].sum()
