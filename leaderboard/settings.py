@@ -225,6 +225,17 @@ CELERY_BEAT_SCHEDULE = {
         # A sweep nobody ran in time is dropped, not piled up behind a busy queue.
         "options": {"expires": SWEEP_INTERVAL_SECONDS},
     },
+    # Round kinds: rounds past closes_at close by themselves (uploads past it are refused
+    # at once anyway); truth versions whose scoring never finished are requeued.
+    "close-due-rounds": {
+        "task": "leaderboard.close_due_rounds",
+        "schedule": envfloat("ROUND_CLOSE_INTERVAL_SECONDS", 30.0),
+    },
+    "sweep-round-versions": {
+        "task": "leaderboard.sweep_round_versions",
+        "schedule": SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": SWEEP_INTERVAL_SECONDS},
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 

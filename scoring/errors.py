@@ -36,11 +36,19 @@ class RowError:
 
 
 class ValidationFailed(ValueError):
-    """An upload, a bundle or a config is invalid; ``errors`` lists every problem found."""
+    """The one application error: a request, an upload, a bundle or a config cannot be accepted.
 
-    def __init__(self, errors: list[RowError], *, too_large: bool = False):
+    ``errors`` lists every problem found (each naming its row and column where it
+    has one); ``status`` is the HTTP status an API answers with (400 by default,
+    413 for ``too_large``, 409 for a state conflict such as a closed round). The
+    pure layer raises it; services raise it too (``SubmissionRejected`` and
+    ``BundleError`` are this class under the names their callers know).
+    """
+
+    def __init__(self, errors: list[RowError], status: int | None = None, *, too_large: bool = False):
         self.errors = list(errors)
-        self.too_large = too_large
+        self.too_large = too_large or status == 413
+        self.status = status or (413 if too_large else 400)
         super().__init__("; ".join(str(e) for e in self.errors[:5]))
 
 

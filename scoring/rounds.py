@@ -653,18 +653,27 @@ def neutralize_block(values: np.ndarray, neutralizers: np.ndarray, proportion: f
 _RESIDUAL_TIE = 1e-11
 
 
-def _snap_rounding_ties(values: np.ndarray, tolerance: np.ndarray) -> np.ndarray:
-    """Per column, give values that differ from their sorted neighbour by at most
-    ``tolerance`` (per column) the same value (the first of their run)."""
-    order = np.argsort(values, axis=0, kind="stable")
-    ordered = np.take_along_axis(values, order, axis=0)
-    n = len(values)
-    starts = np.zeros(ordered.shape, dtype=np.int64)
-    starts[1:] = np.where(np.diff(ordered, axis=0) > tolerance, np.arange(1, n)[:, None], 0)
-    np.maximum.accumulate(starts, axis=0, out=starts)
-    snapped = np.empty_like(values)
-    np.put_along_axis(snapped, order, np.take_along_axis(ordered, starts, axis=0), axis=0)
-    return snapped
+def _snap_rounding_ties(values: np.ndarray, tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (one submission per row, contiguous), give values that differ from their
+    sorted neighbour by at most ``tolerance`` (per row) the same value (the first of their run).
+
+    Also returns the tie-kept rank codes of the snapped values (``first + last`` sorted
+    position of each value's run, as ``rank_codes``), from the same sort: the runs are
+    exactly the snapped values' tie groups, so they need not be sorted again.
+    """
+    order = np.argsort(values, axis=1, kind="stable")
+    ordered = _gather_rows(values, order)
+    rows, n = values.shape
+    boundary = np.diff(ordered, axis=1) > tolerance[:, None]
+    starts = np.zeros((rows, n), dtype=np.int32)
+    starts[:, 1:] = np.where(boundary, np.arange(1, n, dtype=np.int32), 0)
+    np.maximum.accumulate(starts, axis=1, out=starts)
+    ends = np.full((rows, n), n - 1, dtype=np.int32)
+    ends[:, :-1] = np.where(boundary, np.arange(n - 1, dtype=np.int32), n - 1)
+    ends = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1]
+    snapped = _scatter_rows(order, _gather_rows(ordered, starts), np.float64)
+    codes = _scatter_rows(order, starts + ends, np.int32)
+    return snapped, codes
 
 
 def _feature_neutral_corr(
@@ -684,17 +693,32 @@ def _feature_neutral_corr(
     lstsq_cols = max(matrix.chunk_size, 512)  # one SVD of the features per 512 submissions
     for ids, cols in ranks.groups():
         row_ids = np.flatnonzero(ranks.rows) if ids is None else ids
-        parts = []
-        for start in range(0, len(cols), lstsq_cols):
-            gauss = ranks.lookup(cols[start : start + lstsq_cols], gaussian_table, ids).T
-            residual = neutralize_block(gauss, feature_values[row_ids])
-            parts.append(_snap_rounding_ties(residual, _RESIDUAL_TIE * np.abs(gauss).max(axis=0)))
-        neutral = np.hstack(parts)
-        # constant (or fully explained) submissions: a constant column scores NaN below
-        undefined = np.isnan(neutral).any(axis=0) | (neutral == neutral[:1]).all(axis=0)
-        neutral[:, undefined] = 0.0
-        neutral[:, ~undefined] /= neutral[:, ~undefined].std(axis=0)
-        sub = RoundMatrix(neutral.T, matrix.ids[row_ids], matrix.names[cols], chunk_size=matrix.chunk_size, workers=matrix.workers)
+        design = feature_values[row_ids]
+
+        def neutral_part(start: int, ids=ids, design=design) -> tuple[np.ndarray, np.ndarray]:
+            gauss = ranks.lookup(cols[start : start + lstsq_cols], gaussian_table, ids)  # (submissions, ids)
+            residual = np.ascontiguousarray(neutralize_block(gauss.T, design).T)
+            return _snap_rounding_ties(residual, _RESIDUAL_TIE * np.abs(gauss).max(axis=1))
+
+        # On the thread pool: sorting and least squares release the GIL. One submission per
+        # row throughout, so every sort and gather runs over contiguous memory.
+        parts = list(matrix.map(neutral_part, list(range(0, len(cols), lstsq_cols))))
+        neutral = np.vstack([p[0] for p in parts])
+        codes = np.vstack([p[1] for p in parts])
+        del parts
+        # constant (or fully explained) submissions: a constant row scores NaN below
+        undefined = np.isnan(neutral).any(axis=1) | (neutral == neutral[:, :1]).all(axis=1)
+        neutral[undefined] = 0.0
+        defined = ~undefined
+        neutral[defined] /= neutral[defined].std(axis=1)[:, None]  # a positive scale keeps the ranks
+        sub = RoundMatrix(neutral, matrix.ids[row_ids], matrix.names[cols], chunk_size=matrix.chunk_size, workers=matrix.workers)
+        del neutral
+        n_rows = len(row_ids)
+        codes[undefined] = n_rows - 1  # one tie group: constant
+        # The ranks over all of the sub-matrix's rows come from the snapping sort; the
+        # family re-ranks only if the target leaves some of these rows out.
+        sub._ranks[None] = Ranks(codes, np.full(len(cols), n_rows, dtype=np.int64), undefined.copy(),
+                                 np.ones(n_rows, dtype=bool))
         family = _CorrFamily("fnc", sub, target, power_target=True, ratio=ratio, what="the target")
         scores, sub_problems = _score_families(sub, [family])
         fnc[cols] = scores["fnc"]
@@ -705,6 +729,63 @@ def _feature_neutral_corr(
 # --------------------------------------------------------------------------
 # Pairwise correlation between submissions (MCWNM, APCWNM)
 # --------------------------------------------------------------------------
+PAIRWISE_BLOCK = 1024
+# Single precision finds each submission's nearest others; a unit-vector dot product in
+# float32 is off by far less than this, so the true maximum is always among the
+# candidates within it of the float32 maximum, which are then recomputed in float64.
+_SCREEN_MARGIN = 2e-4
+
+
+def _symmetric_max_mean(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``unit`` (unit-norm centred rows; NaN rows for constant submissions), the max
+    and mean of its dot products with every other row, NaN pairs left out. Exact in float64.
+
+    The mean needs no pairs: sum of dots with the others = row . (sum of all rows) - 1.
+    The max needs them all: the correlation matrix is symmetric, so each block of rows is
+    multiplied only with the rows from itself on, in float32 (twice BLAS' float64 speed),
+    and the few candidates within ``_SCREEN_MARGIN`` of each row's float32 maximum are
+    recomputed in float64.
+    """
+    m = unit.shape[0]
+    live = ~np.isnan(unit).any(axis=1)
+    others = live.sum() - 1
+    total = unit[live].sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (unit @ total - np.einsum("ij,ij->i", unit, unit)) / others
+    mean[~live] = np.nan
+    if others < 1:
+        return np.full(m, np.nan), np.full(m, np.nan)
+
+    single = np.where(live[:, None], unit, 0.0).astype(np.float32)
+    best32 = np.full(m, -np.inf, dtype=np.float32)
+    blocks = []
+    for start in range(0, m, PAIRWISE_BLOCK):
+        stop = min(start + PAIRWISE_BLOCK, m)
+        block = single[start:stop] @ single[start:].T
+        size = stop - start
+        block[np.arange(size), np.arange(size)] = -np.inf  # not with itself
+        block[:, ~live[start:]] = -np.inf
+        best32[start:stop] = np.maximum(best32[start:stop], block.max(axis=1))
+        if stop < m:
+            best32[stop:] = np.maximum(best32[stop:], block[:, size:].max(axis=0))
+        blocks.append((start, stop, block))
+    # Second pass: the candidates of each row, recomputed exactly.
+    best = np.full(m, -np.inf)
+    for start, stop, block in blocks:
+        size = stop - start
+        rows, cols = np.nonzero(block >= (best32[start:stop, None] - _SCREEN_MARGIN))
+        pairs = [(rows + start, cols + start)]
+        if stop < m:  # the same products, seen from the later rows
+            later_rows, later_cols = np.nonzero(block[:, size:].T >= (best32[stop:, None] - _SCREEN_MARGIN))
+            pairs.append((later_rows + stop, later_cols + start))
+        for a, b in pairs:
+            if len(a):
+                exact = np.einsum("ij,ij->i", unit[a], unit[b])
+                np.maximum.at(best, a, exact)
+    best[~live] = np.nan
+    return best, mean
+
+
 def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
     """Per submission, max and mean Pearson correlation of its gaussianized ranks with
     every other submission's, each pair over the ids both predict."""
@@ -717,9 +798,8 @@ def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
         with np.errstate(invalid="ignore", divide="ignore"):
             unit = centred / np.sqrt(np.einsum("ij,ij->i", centred, centred))[:, None]
         unit[ranks.constant] = np.nan
-
-        def block_corr(chunk: np.ndarray) -> np.ndarray:
-            return unit[chunk] @ unit.T
+        del centred, gauss
+        return _symmetric_max_mean(unit)
 
     else:
         mask = valid.astype(np.float64)

@@ -13,6 +13,7 @@ from leaderboard.core import models as m
 from leaderboard.core.selectors import leaderboard_round
 from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal, truth_load
 from leaderboard.core.services.deid import cases_deidentify, deid_backend
+from leaderboard.core.services.round_engine import round_truth_load, stakes_load
 from leaderboard.core.services.rounds import round_deadline_refusal, round_set_status
 from leaderboard.core.services.submissions import SubmissionRejected, submissions_requeue
 
@@ -45,6 +46,16 @@ class RoundForm(forms.ModelForm):
             if refusal is not None:
                 raise forms.ValidationError(refusal)
         return closes_at
+
+
+class RoundStakesForm(forms.Form):
+    stakes = forms.FileField(help_text="CSV entrant,stake (entrant names, stakes >= 0).")
+
+
+class RoundTruthForm(forms.Form):
+    truth = forms.FileField(help_text="The kind's truth file (signals: id,target).")
+    interim = forms.BooleanField(required=False, help_text="A dated snapshot whose scores are provisional.")
+    as_of = forms.DateField(required=False, help_text="YYYY-MM-DD: the date an interim snapshot describes.")
 
 
 class RoundInline(admin.TabularInline):
@@ -135,10 +146,14 @@ class BenchmarkAdmin(admin.ModelAdmin):
 
 @admin.register(m.Round)
 class RoundAdmin(admin.ModelAdmin):
+    """Rounds of round kinds open with ``round_open`` (command or staff API), which validates the
+    universe; a round added here without cases never becomes the current round."""
+
+    list_display = ("__str__", "benchmark", "number", "track", "status", "universe_size", "opens_at", "closes_at",
+                    "resolves_at", "files_link")
     form = RoundForm
-    list_display = ("__str__", "benchmark", "number", "status", "opens_at", "closes_at", "resolves_at")
     list_filter = ("status", "benchmark")
-    readonly_fields = ("status", "status_changed_at")
+    readonly_fields = ("status", "status_changed_at", "universe", "universe_name", "universe_sha256", "universe_size")
     actions = ["close_rounds", "reopen_rounds", "resolve_rounds"]
 
     def _move(self, request, queryset, status):
@@ -150,7 +165,48 @@ class RoundAdmin(admin.ModelAdmin):
             else:
                 self.message_user(request, f"{round_} is now {status}.")
 
-    @admin.action(description="Close: stop accepting submissions")
+    @admin.display(description="stakes and truth")
+    def files_link(self, obj):
+        if not obj.universe_size:
+            return ""
+        return format_html('<a href="{}">load stakes or truth</a>', reverse("admin:core_round_files", args=[obj.pk]))
+
+    def get_urls(self):
+        return [path("<int:pk>/files/", self.admin_site.admin_view(self.files_view), name="core_round_files"),
+                *super().get_urls()]
+
+    def files_view(self, request, pk):
+        """Stakes and truth versions of a round kind's round, through the same services as the commands."""
+        round_ = get_object_or_404(m.Round.objects.select_related("benchmark"), pk=pk)
+        post = request.POST if request.method == "POST" else None
+        files = request.FILES if request.method == "POST" else None
+        action = request.POST.get("action", "")
+        stakes_form = RoundStakesForm(post if action == "Load stakes" else None, files if action == "Load stakes" else None)
+        truth_form = RoundTruthForm(post if action == "Load truth" else None, files if action == "Load truth" else None)
+        errors = []
+        try:
+            if action == "Load stakes" and stakes_form.is_valid():
+                upload = stakes_form.cleaned_data["stakes"]
+                n = stakes_load(round_=round_, data=upload.read(), filename=upload.name)
+                self.message_user(request, f"{round_}: {n} stakes stored.")
+                return redirect("admin:core_round_changelist")
+            if action == "Load truth" and truth_form.is_valid():
+                upload = truth_form.cleaned_data["truth"]
+                interim = truth_form.cleaned_data["interim"]
+                version = round_truth_load(round_=round_, data=upload.read(), filename=upload.name, final=not interim,
+                                           as_of=truth_form.cleaned_data["as_of"], user=request.user)
+                self.message_user(request, f"{round_}: truth version {version.version} stored; the round is being "
+                                           "scored.")
+                return redirect("admin:core_round_changelist")
+        except SubmissionRejected as exc:
+            errors = exc.errors
+        return render(request, "admin/core/round_files.html", {
+            **self.admin_site.each_context(request), "round": round_, "stakes_form": stakes_form,
+            "truth_form": truth_form, "errors": errors, "title": f"Stakes and truth of {round_}",
+            "opts": self.model._meta,
+        })
+
+    @admin.action(description="Close: stop accepting submissions; freeze the counted ones")
     def close_rounds(self, request, queryset):
         self._move(request, queryset, m.Round.Status.CLOSED)
 
@@ -266,9 +322,23 @@ class CaseResultAdmin(admin.ModelAdmin):
     raw_id_fields = ("submission", "case")
 
 
+@admin.register(m.RoundScore)
+class RoundScoreAdmin(admin.ModelAdmin):
+    list_display = ("submission", "truth_version", "provisional", "as_of", "computed_at")
+    list_filter = ("provisional",)
+    raw_id_fields = ("submission", "truth_version")
+
+
+@admin.register(m.StandingRow)
+class StandingRowAdmin(admin.ModelAdmin):
+    list_display = ("benchmark", "track", "entrant", "score", "rounds", "updated_at")
+    list_filter = ("benchmark", "track")
+    list_select_related = ("benchmark", "entrant")
+
+
 @admin.register(m.LeaderboardRow)
 class LeaderboardRowAdmin(admin.ModelAdmin):
-    list_display = ("round", "split", "rank", "entrant", "score", "submissions_count", "updated_at")
+    list_display = ("round", "split", "entrant", "score", "submissions_count", "provisional", "updated_at")
     list_filter = ("split", "round__benchmark")
     list_select_related = ("round__benchmark", "entrant")
 

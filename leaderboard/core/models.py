@@ -54,6 +54,15 @@ class RoundQuerySet(models.QuerySet):
     def open(self):
         return self.filter(status=Round.Status.OPEN)
 
+    def with_cases(self):
+        """Rounds that hold cases (a universe): an empty round never takes submissions."""
+        return self.filter(models.Exists(Case.objects.filter(round=models.OuterRef("pk"))))
+
+
+def universe_upload_to(instance: "Round", filename: str) -> str:
+    suffix = PurePath(filename).suffix.lower()[:10]
+    return f"universes/{timezone.now():%Y/%m/%d}/{uuid.uuid4().hex}{suffix}"
+
 
 class Round(models.Model):
     class Status(models.TextChoices):
@@ -74,6 +83,13 @@ class Round(models.Model):
     status_changed_at = models.DateTimeField(default=timezone.now)
     # Round-level facts a kind needs (option universe, S&P 500 prices...).
     data = models.JSONField(default=dict, blank=True)
+    # Round kinds: keeps tracks (portfolio weekly/monthly) apart; blank for none.
+    track = models.CharField(max_length=40, blank=True)
+    # Round kinds: the universe file as the organiser uploaded it (its ids are the round's cases).
+    universe = models.FileField(upload_to=universe_upload_to, max_length=300, blank=True)
+    universe_name = models.CharField(max_length=255, blank=True)
+    universe_sha256 = models.CharField(max_length=64, blank=True)
+    universe_size = models.PositiveIntegerField(default=0, help_text="Ids in the universe.")
 
     objects = RoundQuerySet.as_manager()
 
@@ -81,6 +97,10 @@ class Round(models.Model):
         ordering = ["benchmark_id", "-number", "id"]
         constraints = [
             models.UniqueConstraint(fields=["benchmark", "number"], name="round_number_unique"),
+        ]
+        indexes = [
+            # The periodic close: open rounds past their closes_at.
+            models.Index(fields=["status", "closes_at"], name="round_status_closes"),
         ]
 
     def __str__(self) -> str:
@@ -128,6 +148,12 @@ class TruthVersion(models.Model):
     note = models.CharField(max_length=300, blank=True)
     # Round-level truth (benchmark index returns, stakes...).
     extra = models.JSONField(default=dict, blank=True)
+    # Round kinds: the date a snapshot describes (interim scores are provisional as of it).
+    as_of = models.DateField(null=True, blank=True)
+    # Round kinds: whole-round scoring of this version started (claimed) and completed.
+    # scored_at is the idempotency marker; claimed but never scored is requeued by the sweep.
+    scoring_claimed_at = models.DateTimeField(null=True, blank=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
 
@@ -211,6 +237,8 @@ class Submission(models.Model):
         SCORING = "scoring", "scoring"
         SCORED = "scored", "scored"
         FAILED = "failed", "failed"
+        # Round kinds: validated and stored, waiting for the round's truth.
+        ACCEPTED = "accepted", "accepted"
 
     FINAL_STATUSES = (Status.SCORED, Status.FAILED)
 
@@ -241,6 +269,11 @@ class Submission(models.Model):
     # Written every few seconds by the worker while scoring; a stale one means the
     # worker died and the sweep requeues the submission.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Round kinds: the entrant's counted submission of the round (its latest accepted one
+    # before close); earlier ones are replaced. Consistency runs (is_repeat) never count.
+    is_counted = models.BooleanField(default=False)
+    replaced_at = models.DateTimeField(null=True, blank=True)
+    is_repeat = models.BooleanField(default=False)
     truth_version = models.ForeignKey(TruthVersion, null=True, blank=True, on_delete=models.SET_NULL,
                                       related_name="+")
     # The client's Idempotency-Key header, unique per user: a retried upload
@@ -272,6 +305,9 @@ class Submission(models.Model):
             # Concurrent retries of one upload collapse here (the lookup by key uses it too).
             models.UniqueConstraint(fields=["user", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
                                     name="submission_idempotency_key_unique"),
+            # Round kinds: one counted submission per entrant and round.
+            models.UniqueConstraint(fields=["entrant", "round"], condition=Q(is_counted=True),
+                                    name="one_counted_per_entrant_round"),
         ]
 
     def __str__(self) -> str:
@@ -280,6 +316,19 @@ class Submission(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in self.FINAL_STATUSES
+
+
+class SubmissionArray(models.Model):
+    """A round submission's values as float64 bytes, (rows x columns) aligned to the universe's case order.
+
+    Whole-round scoring reads these as one matrix; never a database row per id.
+    """
+
+    submission = models.OneToOneField(Submission, on_delete=models.CASCADE, related_name="array",
+                                      primary_key=True)
+    rows = models.PositiveIntegerField()
+    columns = models.JSONField(default=list)
+    data = models.BinaryField()
 
 
 class SubmissionEvent(models.Model):
@@ -310,6 +359,23 @@ class Score(models.Model):
         ]
 
 
+class RoundScore(models.Model):
+    """Round kinds: a submission's metrics against one truth version. Never overwritten: history."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="round_scores")
+    truth_version = models.ForeignKey(TruthVersion, on_delete=models.CASCADE, related_name="round_scores")
+    metrics = models.JSONField(default=dict)
+    provisional = models.BooleanField(default=False)
+    as_of = models.DateField(null=True, blank=True)
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["submission_id", "truth_version_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "truth_version"], name="round_score_unique"),
+        ]
+
+
 class CaseResult(models.Model):
     """One row of a submission's per-case debug table."""
 
@@ -325,24 +391,92 @@ class CaseResult(models.Model):
         ]
 
 
-class LeaderboardRow(models.Model):
-    """Precomputed: one entrant's standing in a round and split. Pages read only these."""
+class BoardOrder(models.Model):
+    """The order key of a board row; the rank is derived when the board is read.
+
+    Rows sort by (order_missing, order_value, order_at, tie id): a missing value
+    last, then the ranking metric (negated when higher is better), then the
+    earlier time. Rank = position in that order, so one entrant's row changes
+    without touching anyone else's.
+    """
+
+    order_missing = models.BooleanField(default=False)
+    order_value = models.FloatField(default=0.0)
+    order_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+class LeaderboardRow(BoardOrder):
+    """Precomputed: one entrant's row on a round's board, per split. Pages read only these."""
 
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="leaderboard_rows")
     split = models.CharField(max_length=10, choices=Case.Split.choices)
     entrant = models.ForeignKey(Entrant, on_delete=models.CASCADE, related_name="+")
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
-    rank = models.PositiveIntegerField()
     score = models.FloatField(null=True)
     metrics = models.JSONField(default=dict)
     submissions_count = models.PositiveIntegerField(default=0)
     provisional = models.BooleanField(default=False)
+    # Round kinds: the date of the truth snapshot the values come from.
+    as_of = models.DateField(null=True, blank=True)
+
+    BOARD_ORDER = ("order_missing", "order_value", "order_at", "submission_id")
+
+    class Meta:
+        ordering = ["round_id", "split", "order_missing", "order_value", "order_at", "submission_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "split", "entrant"], name="leaderboard_row_unique"),
+        ]
+        indexes = [
+            # A board page: WHERE round, split ORDER BY the order key OFFSET/LIMIT, reading the
+            # page's ids from this index alone (id is its last column: an index-only scan);
+            # "find me": COUNT(*) of the rows ordered before one row (an index range).
+            models.Index(fields=["round", "split", "order_missing", "order_value", "order_at", "submission", "id"],
+                         name="leaderboard_row_order"),
+        ]
+
+
+class StandingRow(BoardOrder):
+    """Round kinds: an entrant's standing across resolved rounds (per track), precomputed."""
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="standing_rows")
+    track = models.CharField(max_length=40, blank=True)
+    entrant = models.ForeignKey(Entrant, on_delete=models.CASCADE, related_name="+")
+    score = models.FloatField(null=True)
+    metrics = models.JSONField(default=dict)
+    rounds = models.PositiveIntegerField(default=0)
+
+    BOARD_ORDER = ("order_missing", "order_value", "order_at", "entrant_id")
+
+    class Meta:
+        ordering = ["benchmark_id", "track", "order_missing", "order_value", "order_at", "entrant_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["benchmark", "track", "entrant"], name="standing_row_unique"),
+        ]
+        indexes = [
+            # The standings page: WHERE benchmark, track ORDER BY the order key OFFSET/LIMIT
+            # (ids read from the index alone, as for LeaderboardRow).
+            models.Index(fields=["benchmark", "track", "order_missing", "order_value", "order_at", "entrant", "id"],
+                         name="standing_row_order"),
+        ]
+
+
+class StandingsDocument(models.Model):
+    """A kind's precomputed standings beyond rows (e.g. portfolio comparison sets), per track."""
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="standings_documents")
+    track = models.CharField(max_length=40, blank=True)
+    name = models.CharField(max_length=80)
+    data = models.JSONField(default=dict)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["round_id", "split", "rank", "id"]
+        ordering = ["benchmark_id", "track", "name", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["round", "split", "entrant"], name="leaderboard_row_unique"),
+            models.UniqueConstraint(fields=["benchmark", "track", "name"], name="standings_document_unique"),
         ]
 
 

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from numbers import Number
 from typing import Any, Callable, Mapping, Sequence
 
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
 from scoring.kinds.base import Kind, MetricSpec
 
 # A column of a per-case table whose values are few strings becomes a filter
 # (a select) when it has between 2 and this many distinct values.
 MAX_FILTER_OPTIONS = 12
-# Columns the debug table filters by range, when numeric.
-RANGE_FILTER_COLUMNS = ("confidence",)
 
 
 # -- metrics ----------------------------------------------------------------------
@@ -44,7 +45,7 @@ def metric_columns(kind: Kind, config: Mapping[str, Any], limit: int = 8) -> lis
     """
     bounds = interval_bounds(kind)
     specs = [m for m in kind.metric_specs(config) if m.name not in bounds]
-    specs.sort(key=lambda m: m.name != kind.ranking_metric)  # stable: the kind's order after the first
+    specs.sort(key=lambda m: m.name != kind.ranking_metric_for(config))  # stable: the kind's order after the first
     return specs[:limit]
 
 
@@ -65,14 +66,8 @@ def metric_lines(kind: Kind, config: Mapping[str, Any], metrics: Mapping[str, An
 
 
 def leaderboard_notes(kind: Kind, config: Mapping[str, Any]) -> dict[str, Any]:
-    """What the note under a leaderboard says: the entry minimum and the interval, when the kind has them."""
-    cfg = kind.validate_config(config)
-    ranked = next((m for m in kind.metric_specs(config) if m.name == kind.ranking_metric), None)
-    return {
-        "min_predictions": cfg.get("min_predictions"),
-        "interval_metric": ranked.label if ranked is not None and ranked.name in kind.metric_intervals else None,
-        "bootstrap_resamples": cfg.get("bootstrap_resamples"),
-    }
+    """What the note under a leaderboard says: the kind's own sentence (who appears, what intervals mean)."""
+    return {"text": kind.leaderboard_note(config)}
 
 
 # -- submission page: one panel per visible split ---------------------------------
@@ -83,21 +78,21 @@ def split_panels(kind: Kind, config: Mapping[str, Any], scores: Mapping[str, Map
 
     ``scores`` and ``case_rows`` come from the selectors, which already leave out
     what the viewer may not see; a split without visible case rows gets no summary.
+    The kind's ``summary_views`` names what to draw (a confusion matrix, calibration bins).
     """
     panels = []
     for split in sorted(scores, key=lambda s: (s != "public", s)):
         rows = [r for r in case_rows if r.get("split") == split]
-        summary = kind.submission_summary(rows, split=split) if rows else None
+        views = kind.summary_views(rows, split=split) if rows else None
         panel: dict[str, Any] = {"split": split, "metrics": metric_lines(kind, config, scores[split]),
                                  "confusion": None, "calibration": None}
-        if summary:
-            if summary.get("direction_confusion_matrix") is not None:
-                panel["confusion"] = confusion_table(summary["direction_confusion_matrix"],
-                                                     order=kind.case_column_orders.get("actual_direction"))
+        if views:
+            if views.get("confusion_matrix") is not None:
+                panel["confusion"] = confusion_table(views["confusion_matrix"], order=views.get("confusion_order"))
                 panel["confusion"]["split"] = split
-            if summary.get("calibration") is not None:
-                missing = sum(1 for r in rows if r.get("confidence") is None)
-                panel["calibration"] = calibration_view(summary["calibration"], without_confidence=missing)
+            if views.get("calibration_bins") is not None:
+                panel["calibration"] = calibration_view(views["calibration_bins"],
+                                                        without_confidence=views.get("calibration_missing", 0))
         panels.append(panel)
     return panels
 
@@ -250,10 +245,10 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
                case_url: Callable[[str], str | None] | None = None) -> dict[str, Any] | None:
     """The debug table: columns with their sort type, rows of cells with sort keys, and the filters.
 
-    Generic over kinds: any boolean ``exact_match`` column gives "wrong only",
-    columns of few strings (or with an order the kind declares) give a select,
-    a numeric ``confidence`` gives a range. ``case_url(case_id)`` links each id
-    to its case page.
+    Generic over kinds: the boolean column the kind names ``case_correct_column``
+    gives "wrong only", columns of few strings (or with an order the kind
+    declares) give a select, the numeric ``case_range_columns`` give a range.
+    ``case_url(case_id)`` links each id to its case page.
     """
     if not rows:
         return None
@@ -277,7 +272,7 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
             continue
         present = {row.get(key) for row in rows} - {None}
         label = key.replace("_", " ").capitalize()
-        if key == "exact_match" and col["type"] == "bool":
+        if key == kind.case_correct_column and col["type"] == "bool":
             wrong_only = {"key": key, "col": i}
         elif col["type"] == "ordinal":
             known = list(orders[key])
@@ -286,7 +281,7 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
         elif col["type"] == "text" and 2 <= len(present) <= MAX_FILTER_OPTIONS:
             selects.append((len(present), i, {"key": key, "col": i, "label": label,
                                               "options": sorted(map(str, present))}))
-        elif key in RANGE_FILTER_COLUMNS and col["type"] == "number":
+        elif key in kind.case_range_columns and col["type"] == "number":
             ranges.append({"key": key, "col": i, "label": label})
     selects.sort(key=lambda t: (t[0], t[1]))  # fewest options first: split, directions, categories
     filtered = {f["col"] for f in [wrong_only, *[s for _, _, s in selects], *ranges] if f}
@@ -313,3 +308,134 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
         "ranges": ranges,
         "has_filters": bool(filtered),
     }
+
+
+# -- round pages: the interim chart ------------------------------------------------
+
+# Line colours, told apart without relying on hue alone: each series also has its own dash.
+SERIES_COLOURS = ("#2456c7", "#c7472a", "#1d8a4b", "#8a4fc7", "#b8860b", "#0f7f8c", "#c2185b", "#555555")
+SERIES_DASHES = ("", "6 3", "2 3", "8 3 2 3", "", "6 3", "2 3", "8 3 2 3")
+ICHART_W, ICHART_H = 640, 300
+ICHART_LEFT, ICHART_RIGHT, ICHART_TOP, ICHART_BOTTOM = 56, 150, 16, 44
+
+
+def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    if high <= low:
+        high, low = low + 0.01, low - 0.01
+    raw = (high - low) / max(count - 1, 1)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    start = math.floor(low / step) * step
+    ticks = [round(start, 10)]
+    while ticks[-1] < high - 1e-12:  # the last tick is at or above the highest value
+        ticks.append(round(ticks[-1] + step, 10))
+    return ticks
+
+
+def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
+                  entrants: Sequence[str]) -> dict[str, Any] | None:
+    """One metric over a round's truth versions, one line per entrant, as inline-SVG geometry.
+
+    ``history``: ``selectors.round_history`` (entrant -> points per version);
+    ``entrants``: which ones to draw, in legend order. Each line ends in its
+    entrant's name (no hover needed); the same numbers come as ``table``.
+    Versions sit evenly along x, labelled with their date (or "final").
+    """
+    series = {e["entrant"]: e["points"] for e in history if e["entrant"] in set(entrants)}
+    versions: dict[int, Mapping[str, Any]] = {}
+    for points in series.values():
+        for p in points:
+            versions.setdefault(p["version"], p)
+    if not versions:
+        return None
+    order = sorted(versions)
+    values = [p["metrics"].get(metric.name) for pts in series.values() for p in pts]
+    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    if not values:
+        return None
+    ticks = _nice_ticks(min(values + [0.0]), max(values + [0.0]))
+    low, high = ticks[0], ticks[-1]
+    pw = ICHART_W - ICHART_LEFT - ICHART_RIGHT
+    ph = ICHART_H - ICHART_TOP - ICHART_BOTTOM
+
+    def x(i: int) -> float:
+        return round(ICHART_LEFT + (pw * i / (len(order) - 1) if len(order) > 1 else pw / 2), 2)
+
+    def y(v: float) -> float:
+        return round(ICHART_TOP + (1 - (v - low) / (high - low)) * ph, 2)
+
+    lines, labels = [], []
+    for n, name in enumerate(e for e in entrants if e in series):
+        by_version = {p["version"]: p["metrics"].get(metric.name) for p in series[name]}
+        pts = [(x(i), y(by_version[v])) for i, v in enumerate(order)
+               if isinstance(by_version.get(v), (int, float)) and math.isfinite(by_version[v])]
+        if not pts:
+            continue
+        colour, dash = SERIES_COLOURS[n % len(SERIES_COLOURS)], SERIES_DASHES[n % len(SERIES_DASHES)]
+        lines.append({"name": name, "points": " ".join(f"{px},{py}" for px, py in pts), "colour": colour,
+                      "dash": dash, "dots": [{"x": px, "y": py} for px, py in pts]})
+        labels.append({"name": name, "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": colour})
+    # Keep end labels apart (at least 12 units), in the order of their lines' ends.
+    labels.sort(key=lambda lab: lab["y"])
+    for i in range(1, len(labels)):
+        labels[i]["y"] = max(labels[i]["y"], labels[i - 1]["y"] + 12)
+    for lab in labels:
+        lab["y"] = round(lab["y"] + 4, 2)
+    x_ticks = [{"x": x(i), "label": str(versions[v]["as_of"] or ("final" if not versions[v]["interim"] else f"v{v}")),
+                "final": not versions[v]["interim"]} for i, v in enumerate(order)]
+    table = []
+    for name in entrants:
+        if name not in series:
+            continue
+        by_version = {p["version"]: p["metrics"].get(metric.name) for p in series[name]}
+        table.append({"entrant": name, "values": [by_version.get(v) for v in order]})
+    return {
+        "metric": metric,
+        "width": ICHART_W, "height": ICHART_H, "left": ICHART_LEFT, "right": ICHART_W - ICHART_RIGHT,
+        "top": ICHART_TOP, "bottom": ICHART_H - ICHART_BOTTOM,
+        "y_ticks": [{"y": y(t), "label": metric.fmt.format(t) if metric.fmt else f"{t:g}"} for t in ticks],
+        "zero": y(0.0) if low < 0 < high else None,
+        "x_ticks": x_ticks, "lines": lines, "labels": labels, "has_final": any(t["final"] for t in x_ticks),
+        "columns": x_ticks, "table": table,
+        "x_label_y": ICHART_H - 6, "x_mid": round(ICHART_LEFT + pw / 2, 2), "y_mid": round(ICHART_TOP + ph / 2, 2),
+    }
+
+
+def board_cells(rows: Sequence[Any], columns: Sequence[MetricSpec],
+                intervals: Mapping[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """Board rows with their metric cells formatted once, in Python (a template tag per cell
+    costs more than the whole query at 100 rows). A cell whose metric has an interval (the
+    kind's ``metric_intervals``) carries its bounds' text as ``low`` and ``high``."""
+    intervals = intervals or {}
+    out = []
+    for row in rows:
+        metrics = row.metrics or {}
+        cells = []
+        for spec in columns:
+            cell = {"name": spec.name, "text": format_cell(metrics.get(spec.name), spec.fmt), "low": None, "high": None}
+            bounds = intervals.get(spec.name)
+            if bounds and all(isinstance(metrics.get(b), (int, float)) for b in bounds) and metrics.get(spec.name) is not None:
+                cell["low"], cell["high"] = (format_cell(metrics[b], spec.fmt) for b in bounds)
+            cells.append(cell)
+        at = row.updated_at
+        # Cells and dates rendered here: at 100 rows the template engine's per-cell lookups
+        # and date filters cost more than the queries.
+        html = "".join(
+            f'<td class="num{" score" if i == 0 else ""}" data-metric="{escape(c["name"])}">{escape(c["text"])}'
+            + (f' <span class="ci" title="95% interval">[{escape(c["low"])}–{escape(c["high"])}]</span>'
+               if c["low"] is not None else "") + "</td>"
+            for i, c in enumerate(cells))
+        out.append({"row": row, "cells": cells, "cells_html": mark_safe(html), "updated_iso": at.isoformat(), "updated_full": f"{at:%Y-%m-%d %H:%M:%S}",
+                    "updated_short": f"{at:%b} {at.day}, {at:%H:%M}",
+                    "as_of": f"{row.as_of:%Y-%m-%d}" if getattr(row, "as_of", None) else ""})
+    return out
+
+
+def format_cell(value: Any, fmt: str = "{:.4f}") -> str:
+    """A value formatted for a table cell: "n/a" when missing, else ``fmt`` (or str)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    try:
+        return fmt.format(value)
+    except (ValueError, TypeError):
+        return str(value)

@@ -7,9 +7,12 @@ asks it first.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
 from leaderboard.core.models import Benchmark, Case, CaseResult, LeaderboardRow, Round, Score, Submission
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
@@ -52,11 +55,136 @@ def _visible_splits(benchmark: Benchmark, round_: Round | None, viewer) -> dict[
             for split in Case.Split.values}
 
 
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+
+
 def benchmarks_visible(viewer) -> list[Benchmark]:
     qs = Benchmark.objects.all() if getattr(viewer, "is_staff", False) else Benchmark.objects.filter(is_published=True)
     return list(qs.annotate(
-        entrant_count=Count("rounds__leaderboard_rows", filter=Q(rounds__leaderboard_rows__split="public")),
+        entrant_count=Count("rounds__leaderboard_rows__entrant", distinct=True,
+                            filter=Q(rounds__leaderboard_rows__split="public")),
     ).order_by("title", "id"))
+
+
+# -- boards: paged, ranks derived from the stored order key ------------------------
+
+class BoardParamError(ValueError):
+    """A bad ``page`` or ``page_size``; ``column`` names the parameter."""
+
+    def __init__(self, column: str, message: str):
+        self.column = column
+        super().__init__(message)
+
+
+def board_paging(params: Mapping[str, str], *, strict: bool = True) -> tuple[int, int]:
+    """``(page, page_size)`` from query parameters: page from 1, page_size 1..1000 (default 100).
+
+    ``strict`` raises BoardParamError on a bad value (the API's 400); otherwise
+    the value is clamped (a page link typed by hand still shows a page).
+    """
+    out = []
+    for name, default, high in (("page", 1, None), ("page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)):
+        raw = params.get(name)
+        if raw in (None, ""):
+            out.append(default)
+            continue
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            if strict:
+                raise BoardParamError(name, f"{name} must be a whole number") from None
+            value = default
+        if value < 1 or (high is not None and value > high):
+            if strict:
+                limit = f"between 1 and {high:,}" if high else "at least 1"
+                raise BoardParamError(name, f"{name} must be {limit}")
+            value = min(max(value, 1), high or value)
+        out.append(value)
+    return out[0], out[1]
+
+
+@dataclass
+class BoardPage:
+    """One page of a board. ``rows`` carry ``rank`` (derived: offset + position)."""
+
+    rows: list
+    count: int
+    page: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.count / self.page_size))
+
+    @property
+    def next_page(self) -> int | None:
+        return self.page + 1 if self.page * self.page_size < self.count else None
+
+    @property
+    def previous_page(self) -> int | None:
+        return self.page - 1 if self.page > 1 else None
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.page_size
+
+    def page_links(self, around: int = 2) -> list[int | None]:
+        """Page numbers to link: first, last and a few around this one; None marks a gap."""
+        wanted = {1, self.pages, *range(self.page - around, self.page + around + 1)}
+        out: list[int | None] = []
+        for n in sorted(p for p in wanted if 1 <= p <= self.pages):
+            if out and out[-1] is not None and n > out[-1] + 1:
+                out.append(None)
+            out.append(n)
+        return out
+
+
+def board_page(qs: QuerySet, order: tuple[str, ...], *, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+    """A page of board rows in the board's order, each with its ``rank``. Three queries."""
+    count = qs.count()
+    offset = (page - 1) * page_size
+    rows = []
+    if offset < count:
+        # The page's ids come from the order index alone (an index-only scan); then only
+        # those rows are read and joined to their entrant and submission (joining every
+        # skipped row costs more than the page itself).
+        page_ids = list(qs.order_by(*order).values_list("pk", flat=True)[offset:offset + page_size])
+        by_id = {row.pk: row for row in qs.filter(pk__in=page_ids)}
+        rows = [by_id[pk] for pk in page_ids if pk in by_id]
+    for i, row in enumerate(rows):
+        row.rank = offset + i + 1
+    return BoardPage(rows=rows, count=count, page=page, page_size=page_size)
+
+
+def board_rank(qs: QuerySet, order: tuple[str, ...], row) -> int:
+    """1 + the number of rows ordered before ``row`` (one index range count)."""
+    before = Q()
+    equal: dict = {}
+    for name in order:
+        value = getattr(row, name)
+        before |= Q(**equal, **{f"{name}__lt": value})
+        equal[name] = value
+    return qs.filter(before).count() + 1
+
+
+def board_find(qs: QuerySet, order: tuple[str, ...], *, entrant_ids, page_size: int = DEFAULT_PAGE_SIZE):
+    """The best-ranked row of any of ``entrant_ids`` on a board: ``(rank, page)``, or None."""
+    mine = qs.filter(entrant_id__in=list(entrant_ids)).order_by(*order).first()
+    if mine is None:
+        return None
+    rank = board_rank(qs, order, mine)
+    return rank, (rank - 1) // page_size + 1
+
+
+def leaderboard_queryset(round_: Round | None, split: str) -> QuerySet:
+    if round_ is None:
+        return LeaderboardRow.objects.none()
+    # Only what a board shows: a submission row also carries its payload, which can be large.
+    return (LeaderboardRow.objects.filter(round=round_, split=split).select_related("entrant", "submission")
+            .only(*(f.name for f in LeaderboardRow._meta.concrete_fields if f.name != "round"), "round_id",
+                  "entrant__name", "entrant__description", "entrant__owner_id",
+                  "submission__audit_hash", "submission__received_at"))
 
 
 def private_visible(benchmark: Benchmark, viewer) -> bool:
@@ -68,21 +196,34 @@ def leaderboard_round(benchmark: Benchmark) -> Round | None:
     return current_round(benchmark) or Round.objects.filter(benchmark=benchmark).order_by("-number", "-id").first()
 
 
-def leaderboard_rows(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None):
-    """Precomputed rows, ranked, with entrant and submission loaded (one query).
+def leaderboard_page(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None,
+                     page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+    """A page of precomputed rows, ranked, with entrant and submission loaded (two queries).
 
     The private split is only returned once revealed, or to staff.
     """
     if split != "public" and not private_visible(benchmark, viewer):
-        return []
+        return BoardPage([], 0, page, page_size)
     round_ = round_ or leaderboard_round(benchmark)
-    if round_ is None:
-        return []
-    return list(
-        LeaderboardRow.objects.filter(round=round_, split=split)
-        .select_related("entrant", "submission")
-        .order_by("rank", "id")
-    )
+    return board_page(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER, page=page, page_size=page_size)
+
+
+def leaderboard_find(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None,
+                     page_size: int = DEFAULT_PAGE_SIZE):
+    """Where the viewer's best entrant stands on the board: ``(rank, page)`` or None."""
+    if not getattr(viewer, "is_authenticated", False):
+        return None
+    if split != "public" and not private_visible(benchmark, viewer):
+        return None
+    round_ = round_ or leaderboard_round(benchmark)
+    return board_find(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER,
+                      entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
+
+
+def leaderboard_rows(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None):
+    """Every row of a board, ranked (tests and small boards; pages use ``leaderboard_page``)."""
+    return leaderboard_page(benchmark, split=split, viewer=viewer, round_=round_, page=1,
+                            page_size=10**9).rows
 
 
 def default_split(benchmark: Benchmark) -> str:
@@ -261,13 +402,153 @@ def submissions_headline(submissions, *, viewer=None) -> dict[int, float | None]
     subs = list(submissions)
     if not subs:
         return {}
+    out: dict[int, float | None] = {}
+    rounds: dict[int, str] = {}
+    static: list[Submission] = []
+    for s in subs:
+        kind = s.benchmark.kind_impl
+        if kind.is_round_kind:  # the latest scored truth version's value
+            rounds[s.pk] = kind.ranking_metric_for(s.benchmark.config)
+        else:
+            static.append(s)
+    if rounds:
+        from leaderboard.core.models import RoundScore
+
+        for sub_id, metrics in (RoundScore.objects.filter(submission_id__in=list(rounds))
+                                .order_by("submission_id", "truth_version__version")
+                                .values_list("submission_id", "metrics")):
+            out[sub_id] = metrics.get(rounds[sub_id])
+    if not static:
+        return out
     public: dict[int, dict] = defaultdict(dict)
-    for sub_id, metric, value in Score.objects.filter(submission__in=subs, split="public").values_list(
+    for sub_id, metric, value in Score.objects.filter(submission__in=static, split="public").values_list(
             "submission_id", "metric", "value"):
         public[sub_id][metric] = value
-    out: dict[int, float | None] = {}
-    for s in subs:
+    for s in static:
         shown = _scores_shown(s, {"public": public[s.pk]} if s.pk in public else {}, viewer)
         if "public" in shown:
-            out[s.pk] = shown["public"].get(s.benchmark.kind_impl.ranking_metric)
+            out[s.pk] = shown["public"].get(s.benchmark.kind_impl.ranking_metric_for(s.benchmark.config))
     return out
+
+
+# -- rounds of round kinds ---------------------------------------------------------
+
+def rounds_of(benchmark: Benchmark) -> list[Round]:
+    """Every round of a benchmark, newest first, with its submission count (one query)."""
+    return list(Round.objects.filter(benchmark=benchmark)
+                .annotate(submission_count=Count("submissions", filter=Q(submissions__is_repeat=False)))
+                .order_by("-number", "-id"))
+
+
+def round_of(benchmark: Benchmark, number: int) -> Round | None:
+    return (Round.objects.filter(benchmark=benchmark, number=number)
+            .annotate(submission_count=Count("submissions", filter=Q(submissions__is_repeat=False))).first())
+
+
+def round_truth_versions(round_: Round) -> list:
+    from leaderboard.core.models import TruthVersion
+
+    return list(TruthVersion.objects.filter(round=round_).order_by("version"))
+
+
+def round_audit(round_: Round) -> list[dict] | None:
+    """After close, the frozen submissions: entrant, audit hash, received_at (None while open)."""
+    if round_.status == Round.Status.OPEN:
+        return None
+    return [{"entrant": name, "audit_hash": audit_hash, "received_at": at}
+            for name, audit_hash, at in Submission.objects.filter(round=round_, is_counted=True)
+            .order_by("entrant__name", "id").values_list("entrant__name", "audit_hash", "received_at")]
+
+
+def round_truth_visible(round_: Round, viewer) -> bool:
+    """Whether per-id truth of a round of a round kind (debug tables) may be shown to ``viewer``:
+    the one no-leak rule (``case_truth_visible``) for the round's universe, whose ids rank."""
+    return case_truth_visible(benchmark=round_.benchmark, round_=round_, split=Case.Split.PUBLIC, viewer=viewer)
+
+
+def round_board_page(round_: Round, *, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+    return board_page(leaderboard_queryset(round_, "public"), LeaderboardRow.BOARD_ORDER, page=page,
+                      page_size=page_size)
+
+
+def round_board_find(round_: Round, viewer, *, page_size: int = DEFAULT_PAGE_SIZE):
+    if not getattr(viewer, "is_authenticated", False):
+        return None
+    return board_find(leaderboard_queryset(round_, "public"), LeaderboardRow.BOARD_ORDER,
+                      entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
+
+
+def standings_queryset(benchmark: Benchmark, track: str = "") -> QuerySet:
+    from leaderboard.core.models import StandingRow
+
+    return (StandingRow.objects.filter(benchmark=benchmark, track=track)
+            .select_related("entrant").only(*(f.name for f in StandingRow._meta.concrete_fields
+                                              if f.name not in ("benchmark", "entrant")),
+                                            "benchmark_id", "entrant_id", "entrant__name", "entrant__description",
+                                            "entrant__owner_id"))
+
+
+def standings_page(benchmark: Benchmark, *, track: str = "", page: int = 1,
+                   page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+    from leaderboard.core.models import StandingRow
+
+    return board_page(standings_queryset(benchmark, track), StandingRow.BOARD_ORDER, page=page, page_size=page_size)
+
+
+def standings_find(benchmark: Benchmark, viewer, *, track: str = "", page_size: int = DEFAULT_PAGE_SIZE):
+    from leaderboard.core.models import StandingRow
+
+    if not getattr(viewer, "is_authenticated", False):
+        return None
+    return board_find(standings_queryset(benchmark, track), StandingRow.BOARD_ORDER,
+                      entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
+
+
+def round_history(round_: Round, *, entrant_names: list[str] | None = None) -> list[dict]:
+    """Every counted submission's scores per truth version, oldest version first:
+    ``[{"entrant", "points": [{"version", "as_of", "interim", "metrics"}]}]``, entrants by name."""
+    from leaderboard.core.models import RoundScore
+
+    qs = RoundScore.objects.filter(submission__round=round_, submission__is_counted=True)
+    if entrant_names is not None:
+        qs = qs.filter(submission__entrant__name__in=entrant_names)
+    by_entrant: dict[str, list[dict]] = defaultdict(list)
+    for name, version, as_of, final, metrics in qs.order_by("submission__entrant__name", "truth_version__version",
+                                                            "id").values_list(
+            "submission__entrant__name", "truth_version__version", "truth_version__as_of",
+            "truth_version__is_final", "metrics"):
+        by_entrant[name].append({"version": version, "as_of": as_of, "interim": not final, "metrics": metrics})
+    return [{"entrant": name, "points": points} for name, points in by_entrant.items()]
+
+
+def submission_round_scores(submission: Submission) -> list[dict]:
+    """A round submission's scores per truth version, oldest first: version, as_of, interim, metrics."""
+    from leaderboard.core.models import RoundScore
+
+    return [{"version": v, "as_of": as_of, "interim": not final, "metrics": metrics}
+            for v, as_of, final, metrics in RoundScore.objects.filter(submission=submission)
+            .order_by("truth_version__version", "id")
+            .values_list("truth_version__version", "truth_version__as_of", "truth_version__is_final", "metrics")]
+
+
+def round_submission_case_rows(submission: Submission, *, viewer=None) -> list[dict] | None:
+    """The per-id debug table of a round submission, computed now from its stored array and the
+    round's latest truth version; None while the viewer may not see the round's truth."""
+    from leaderboard.core.models import SubmissionArray, TruthVersion
+    from leaderboard.core.services.round_engine import round_truth, round_universe
+
+    round_ = submission.round
+    if not round_truth_visible(round_, viewer):
+        return None
+    version = (TruthVersion.objects.filter(round=round_, scored_at__isnull=False)
+               .select_related("round__benchmark").order_by("-is_final", "-version").first())
+    array = SubmissionArray.objects.filter(submission=submission).first()
+    if version is None or array is None:
+        return None
+    import numpy as np
+
+    universe = round_universe(round_)
+    values = np.frombuffer(bytes(array.data), dtype=np.float64).reshape(array.rows, len(array.columns))
+    kind = submission.benchmark.kind_impl
+    return kind.round_case_rows(values, universe=universe, truth=round_truth(version, universe),
+                                config=submission.benchmark.config)

@@ -5,7 +5,7 @@ from celery import shared_task
 from django.conf import settings
 
 from leaderboard.core.heartbeat import heartbeat
-from leaderboard.core.services import submissions
+from leaderboard.core.services import round_engine, submissions
 
 
 @shared_task(name="leaderboard.score_submission", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -20,3 +20,23 @@ def score_submission(*, submission_id: int) -> str | None:
 @shared_task(name="leaderboard.sweep_stuck_submissions", ignore_result=True)
 def sweep_stuck_submissions() -> dict[str, int]:
     return submissions.submissions_sweep_stuck()
+
+
+@shared_task(name="leaderboard.score_round_version", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def score_round_version(*, round_id: int, version: int) -> str | None:
+    # Idempotent per (round, version): a redelivery finds scored_at set, or redoes the work.
+    # The heartbeat keeps the version's claim fresh while a long scoring runs, so the
+    # sweep requeues it only when this worker died.
+    with heartbeat(lambda: round_engine.round_version_heartbeat(round_id=round_id, version=version),
+                   every=settings.SCORING_HEARTBEAT_SECONDS):
+        return round_engine.round_version_score(round_id=round_id, version=version)
+
+
+@shared_task(name="leaderboard.close_due_rounds", ignore_result=True)
+def close_due_rounds() -> int:
+    return round_engine.rounds_close_due()
+
+
+@shared_task(name="leaderboard.sweep_round_versions", ignore_result=True)
+def sweep_round_versions() -> int:
+    return round_engine.round_versions_sweep()

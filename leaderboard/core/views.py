@@ -1,6 +1,8 @@
 """Server-rendered pages. Thin: they call the same services and selectors as the API."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import markdown
 import nh3
 from django.contrib import messages
@@ -35,7 +37,10 @@ from leaderboard.core.services.submissions import (
 from leaderboard.core.services.verify import benchmark_verify
 
 
+@lru_cache(maxsize=256)
 def render_markdown(text: str) -> str:
+    """Markdown to sanitised HTML; the same texts (descriptions, format help) come back on every
+    page view, so the result is kept (keyed by the text itself)."""
     return nh3.clean(markdown.markdown(text or "", extensions=["tables", "fenced_code"]))
 
 
@@ -55,21 +60,31 @@ def benchmark_list(request):
 
 def benchmark_detail(request, slug):
     b = _benchmark(request, slug)
+    if b.kind_impl.is_round_kind:
+        return round_benchmark_detail(request, b)
     split = request.GET.get("split") or selectors.default_split(b)
     if split not in ("public", "private") or (split == "private" and not selectors.private_visible(b, request.user)):
         split = "public"
-    rows = selectors.leaderboard_rows(b, split=split, viewer=request.user)
-    kind = b.kind_impl
+    page_number, page_size = selectors.board_paging(request.GET, strict=False)
     round_ = selectors.leaderboard_round(b)
+    board = selectors.leaderboard_page(b, split=split, viewer=request.user, round_=round_, page=page_number,
+                                       page_size=page_size)
+    kind = b.kind_impl
     return render(request, "core/benchmark_detail.html", {
         "benchmark": b,
         "kind": kind,
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
-        "rows": rows,
+        "rows": board.rows,
+        "cells": presentation.board_cells(board.rows, presentation.metric_columns(kind, b.config),
+                                          kind.metric_intervals),
+        "board": board,
+        "find_me": selectors.leaderboard_find(b, split=split, viewer=request.user, round_=round_,
+                                              page_size=page_size),
         "split": split,
         "private_visible": selectors.private_visible(b, request.user),
         "columns": presentation.metric_columns(kind, b.config),
+        "ranking_metric": kind.ranking_metric_for(b.config),
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),
         "round": round_,
@@ -77,6 +92,59 @@ def benchmark_detail(request, slug):
         "has_training": round_ is not None and round_.cases.filter(split="dev").exists(),
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
         "resets_at": next_reset(),
+    })
+
+
+def round_benchmark_detail(request, b: Benchmark):
+    """A round benchmark: the standings across resolved rounds and every round with its status."""
+    kind = b.kind_impl
+    track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else (
+        kind.tracks[0] if kind.tracks else "")
+    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    board = selectors.standings_page(b, track=track, page=page_number, page_size=page_size)
+    columns = list(kind.board_metrics(b.config))
+    rounds = selectors.rounds_of(b)
+    return render(request, "core/round_benchmark_detail.html", {
+        "benchmark": b, "kind": kind, "track": track,
+        "description_html": render_markdown(b.description),
+        "format_html": render_markdown(kind.format_help(b.config)),
+        "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
+        "find_me": selectors.standings_find(b, request.user, track=track, page_size=page_size),
+        "note": kind.leaderboard_note(b.config),
+        "rounds": rounds, "open_rounds": [r for r in rounds if r.status == "open" and r.universe_size],
+        "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
+    })
+
+
+def round_detail(request, slug, number):
+    """A round: status and countdown, universe download, audit hashes after close, the board
+    (provisional values dated), the interim chart of the kind's chart metrics, notes."""
+    b = _benchmark(request, slug)
+    kind = b.kind_impl
+    if not kind.is_round_kind:
+        raise Http404("this benchmark has no rounds")
+    round_ = selectors.round_of(b, number)
+    if round_ is None:
+        raise Http404("no such round")
+    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    board = selectors.round_board_page(round_, page=page_number, page_size=page_size)
+    columns = list(kind.board_metrics(b.config))
+    # The chart draws the top entrants of the board and the viewer's own.
+    top = [r.entrant.name for r in selectors.round_board_page(round_, page=1, page_size=8).rows]
+    mine = ([e.name for e in request.user.entrants.all()] if request.user.is_authenticated else [])
+    drawn = top + [m for m in mine if m not in top]
+    history = selectors.round_history(round_, entrant_names=drawn)
+    charts = [c for c in (presentation.interim_chart(history, kind.metric(m), entrants=drawn)
+                          for m in kind.chart_metrics(b.config)) if c]
+    return render(request, "core/round_detail.html", {
+        "benchmark": b, "kind": kind, "round": round_,
+        "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
+        "find_me": selectors.round_board_find(round_, request.user, page_size=page_size),
+        "versions": selectors.round_truth_versions(round_),
+        "audit": selectors.round_audit(round_),
+        "charts": charts,
+        "notes": list((round_.data or {}).get("notes", [])),
+        "kind_template": kind.round_template,
     })
 
 
@@ -179,7 +247,11 @@ def submit(request, slug):
         except QuotaExceeded as exc:
             limit, status, retry_after = exc, 429, exc.retry_after_seconds
         else:
-            messages.success(request, f"Received {upload.name}: it is queued for scoring. "
+            sub = accepted.submission
+            waiting = (f"it is accepted for round {sub.round.number} and counts as {sub.entrant.name}'s submission; "
+                       "it is scored when the round's truth arrives" if sub.status == Submission.Status.ACCEPTED
+                       else "it is queued for scoring")
+            messages.success(request, f"Received {upload.name}: {waiting}. "
                                       f"{submissions_left(accepted.remaining_today).capitalize()}.")
             return redirect("submission_detail", pk=accepted.submission.pk)
     elif request.method == "POST":
@@ -261,6 +333,8 @@ def submission_detail(request, pk):
         pk=pk,
     )
     b = sub.benchmark
+    if b.kind_impl.is_round_kind:
+        return round_submission_detail(request, sub)
     scores = selectors.submission_scores(sub, viewer=request.user)
     case_rows = selectors.submission_case_rows(sub, viewer=request.user)
     open_ = round_takes_submissions(sub.round)
@@ -275,6 +349,32 @@ def submission_detail(request, pk):
         "round_open": open_,
         "events": list(sub.events.order_by("at", "id")),
         "can_select": sub.user_id == request.user.pk and sub.status == Submission.Status.SCORED and open_,
+    })
+
+
+def round_submission_detail(request, sub: Submission):
+    """A round submission: counted or replaced, its scores per truth version (provisional ones
+    dated), and after resolution the per-id debug table (computed now from its stored array)."""
+    b = sub.benchmark
+    kind = b.kind_impl
+    columns = list(kind.board_metrics(b.config))
+    history = selectors.submission_round_scores(sub)
+    rows = selectors.round_submission_case_rows(sub, viewer=request.user) if sub.is_counted else None
+    table = None
+    if rows:
+        table = {"columns": kind.case_columns(b.config),
+                 "rows": [[presentation.format_cell(r.get(c.key), c.fmt) for c in kind.case_columns(b.config)]
+                          for r in rows]}
+    replaced_by = None
+    if not sub.is_counted and not sub.is_repeat:
+        replaced_by = (Submission.objects.filter(round=sub.round, entrant=sub.entrant, is_counted=True)
+                       .values_list("pk", flat=True).first())
+    return render(request, "core/round_submission_detail.html", {
+        "sub": sub, "benchmark": b, "kind": kind, "columns": columns,
+        "history": [{"point": p, "cells": [presentation.format_cell(p["metrics"].get(c.name), c.fmt)
+                                           for c in columns]} for p in history],
+        "case_table": table, "replaced_by": replaced_by,
+        "events": list(sub.events.order_by("at", "id")),
     })
 
 

@@ -8,6 +8,15 @@ _loaded = False
 
 
 def register(kind_cls: type[Kind]) -> type[Kind]:
+    """Register a kind under its name; a second kind with the same name is an error."""
+    if not kind_cls.name:
+        raise ValueError(f"{kind_cls.__name__} has no name")
+    existing = _REGISTRY.get(kind_cls.name)
+    # The same class registered again (a module reloaded) is fine; another class is not.
+    if existing is not None and (type(existing).__module__, type(existing).__qualname__) != (
+            kind_cls.__module__, kind_cls.__qualname__):
+        raise ValueError(f"two kinds are named {kind_cls.name!r}: {type(existing).__module__}."
+                         f"{type(existing).__qualname__} and {kind_cls.__module__}.{kind_cls.__qualname__}")
     _REGISTRY[kind_cls.name] = kind_cls()
     return kind_cls
 

@@ -23,9 +23,13 @@ Data exchanged with the Django layer:
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from functools import cached_property
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
 
 from scoring.errors import RowError, ValidationFailed
 
@@ -98,6 +102,8 @@ class VerifyUnavailable(Exception):
 class Kind:
     """Base class. Subclasses set the class attributes and implement the methods."""
 
+    # Round kinds (``RoundKind``) open rounds with a universe and score each truth version whole.
+    is_round_kind: ClassVar[bool] = False
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
     metrics: ClassVar[tuple[MetricSpec, ...]] = ()
@@ -125,6 +131,14 @@ class Kind:
     # Per-case columns whose values have a natural order (categories): column ->
     # values in that order. Pages sort those columns and list their filter options by it.
     case_column_orders: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    # The per-case boolean column that says a prediction was right ("wrong only" filter), if any.
+    case_correct_column: ClassVar[str | None] = None
+    # Numeric per-case columns the debug table filters by range.
+    case_range_columns: ClassVar[tuple[str, ...]] = ()
+
+    def leaderboard_note(self, config: Mapping[str, Any]) -> str:
+        """A sentence under the board about who appears and what its numbers mean ("" for none)."""
+        return ""
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -151,6 +165,10 @@ class Kind:
     def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
         """The metrics of a benchmark with this config (some kinds add per-property metrics)."""
         return self.metrics
+
+    def ranking_metric_for(self, config: Mapping[str, Any]) -> str:
+        """The metric that ranks this benchmark's boards (some kinds take it from config)."""
+        return self.ranking_metric
 
     def metric(self, name: str) -> MetricSpec:
         for m in self.metrics:
@@ -225,6 +243,12 @@ class Kind:
         """Extra views of a submission's per-case rows for its page (e.g. a confusion matrix)."""
         return None
 
+    def summary_views(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
+        """What the submission page draws beside the metrics, in the pages' terms: any of
+        ``confusion_matrix`` ({actual: {predicted: n}}) with ``confusion_order``, and
+        ``calibration_bins`` with ``calibration_missing`` (rows without a confidence)."""
+        return None
+
     # -- scoring ------------------------------------------------------------
     def score(self, parsed: Any, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> Result:
         """Score one submission."""
@@ -248,3 +272,227 @@ class Kind:
         if type(self).score is Kind.score:
             raise NotImplementedError
         return {k: self.score(p, cases=cases, truth=truth, config=config) for k, p in submissions.items()}
+
+
+# ---------------------------------------------------------------------------
+# Round kinds: rounds with a universe, truth in versions, whole-round scoring
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Universe:
+    """A round's ids in their stored order, and numeric columns aligned to them (features, prices)."""
+
+    ids: tuple[str, ...]
+    columns: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        return {cid: i for i, cid in enumerate(self.ids)}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class RoundSubmission:
+    """A validated round upload: ``values`` (ids x columns, float64) aligned to the universe.
+
+    ``meta`` is small JSON the kind keeps beside the array (confidence, rationale);
+    ``repeat`` marks a consistency run that never replaces the counted submission.
+    """
+
+    values: np.ndarray
+    columns: tuple[str, ...]
+    meta: dict[str, Any] = field(default_factory=dict)
+    repeat: bool = False
+
+
+@dataclass
+class RoundTruth:
+    """One truth version of a round: ``values`` (ids x columns, NaN = no truth for that id)."""
+
+    values: np.ndarray
+    columns: tuple[str, ...]
+    final: bool = True
+    as_of: dt.date | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def column(self, name: str) -> np.ndarray:
+        return self.values[:, self.columns.index(name)]
+
+
+@dataclass
+class RoundInputs:
+    """Everything whole-round scoring of one truth version needs, as arrays.
+
+    ``values``: (submissions, ids, columns) of the counted submissions, in the
+    order of ``keys``; ``stakes``: per submission, None when the organiser loaded
+    none; ``benchmark_models``: per submission, whether its entrant is flagged.
+    """
+
+    universe: Universe
+    keys: list[Any]
+    values: np.ndarray
+    meta: list[dict[str, Any]]
+    stakes: np.ndarray | None
+    benchmark_models: np.ndarray
+    truth: RoundTruth
+
+
+@dataclass
+class RoundOutcome:
+    """Per submission (in the order of ``RoundInputs.keys``), its metrics; notes for the round page."""
+
+    metrics: list[dict[str, float | None]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RoundResult:
+    """A resolved round's final metrics per entrant, for standings."""
+
+    number: int
+    track: str
+    metrics: Mapping[Any, Mapping[str, float | None]]  # entrant key -> metrics
+    received_at: Mapping[Any, dt.datetime]  # entrant key -> when its counted submission arrived
+
+
+@dataclass
+class Standing:
+    entrant: Any
+    score: float | None
+    metrics: dict[str, float | None]
+    rounds: int
+    order_at: dt.datetime
+    track: str = ""
+
+
+@dataclass
+class Standings:
+    """How rounds add up: rows per (track, entrant), and documents a kind shows beside them."""
+
+    rows: list[Standing]
+    documents: dict[tuple[str, str], Any] = field(default_factory=dict)  # (track, name) -> JSON
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a kind's table (board, debug table): the key, its label and how to format it."""
+
+    key: str
+    label: str
+    fmt: str = "{:.4f}"
+    description: str = ""
+
+
+class RoundKind(Kind):
+    """A kind whose benchmark runs rounds: a universe per round, truth in dated versions,
+    every counted submission of a round scored at once per version, standings across rounds.
+
+    The engine (``leaderboard.core.services.round_engine``) knows no kind: it calls these.
+    """
+
+    is_round_kind: ClassVar[bool] = True
+    scores_whole_round: ClassVar[bool] = True
+    splits: ClassVar[tuple[str, ...]] = ("public",)
+    bundle_files: ClassVar[tuple[str, ...]] = ()
+    case_rows_public: ClassVar[bool] = False
+    # Tracks rounds may name (portfolio: weekly, monthly); empty: no tracks.
+    tracks: ClassVar[tuple[str, ...]] = ()
+    # The round page's kind partial (a template name), if the kind has one.
+    round_template: ClassVar[str | None] = None
+
+    # -- bundles: a round benchmark's bundle is benchmark.json alone --------
+    def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
+        extra = sorted(files)
+        if extra:
+            raise ValidationFailed([RowError(
+                f"a {self.name} bundle is benchmark.json alone (rounds open later with round_open); "
+                f"remove {', '.join(extra)}", file=extra[0])])
+        return Bundle(config=self.validate_config(config), cases=CaseSet([]), truth=Truth({}))
+
+    def parse_submission(self, data: bytes, *, filename: str, cases: CaseSet, config: Mapping[str, Any]) -> Any:
+        raise ValidationFailed([RowError("this benchmark runs rounds: upload to its open round; there is no dry run")],
+                               status=403)
+
+    def parse_json_predictions(self, predictions: Any, *, cases: CaseSet, config: Mapping[str, Any]) -> Any:
+        return self.parse_submission(b"", filename="", cases=cases, config=config)
+
+    # -- rounds -------------------------------------------------------------
+    def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:
+        """A round's universe file as cases (split public; ``public`` = the other columns).
+
+        Errors name the file, row and column; raise ValidationFailed.
+        """
+        raise NotImplementedError
+
+    def universe(self, cases: CaseSet, config: Mapping[str, Any]) -> Universe:
+        """The universe from stored cases: ids in order and every numeric public column."""
+        ids = tuple(c.case_id for c in cases.cases)
+        names: list[str] = []
+        for c in cases.cases[:1]:
+            names = [k for k, v in c.public.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        columns = {n: np.array([float(c.public.get(n, np.nan)) for c in cases.cases]) for n in names}
+        return Universe(ids, columns)
+
+    def parse_round_submission(self, data: bytes, *, filename: str, universe: Universe,
+                               config: Mapping[str, Any]) -> RoundSubmission:
+        """Validate an upload against the round's universe; raise ValidationFailed naming row and column."""
+        raise NotImplementedError
+
+    def parse_round_json(self, predictions: Any, *, universe: Universe, config: Mapping[str, Any]) -> RoundSubmission:
+        raise ValidationFailed([RowError(f"kind {self.name!r} takes file uploads only (multipart field 'file')",
+                                         column="file")])
+
+    def round_canonical_bytes(self, parsed: RoundSubmission, universe: Universe) -> bytes:
+        """What the audit hash covers: a canonical CSV of the values in universe order."""
+        lines = [",".join(["id", *parsed.columns])]
+        for cid, row in zip(universe.ids, parsed.values):
+            lines.append(",".join([cid, *(repr(float(v)) for v in row)]))
+        if parsed.meta:
+            lines.append("#" + json.dumps(parsed.meta, sort_keys=True, separators=(",", ":")))
+        return ("\n".join(lines) + "\n").encode()
+
+    def truth_columns(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        """The value columns of a truth file (stored per id in each truth version)."""
+        raise NotImplementedError
+
+    def parse_truth(self, data: bytes, *, filename: str, universe: Universe, config: Mapping[str, Any],
+                    final: bool, as_of: dt.date | None) -> RoundTruth:
+        """A truth file for one round (final or an interim snapshot); errors name file, row, column."""
+        raise NotImplementedError
+
+    def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
+        """Score every counted submission of a round against one truth version, vectorised."""
+        raise NotImplementedError
+
+    def round_case_rows(self, values: np.ndarray, *, universe: Universe, truth: RoundTruth,
+                        config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The per-id debug table of one submission (computed on demand, never stored)."""
+        raise NotImplementedError
+
+    def standings(self, results: Sequence[RoundResult], config: Mapping[str, Any]) -> Standings:
+        """How resolved rounds add up; ``results`` newest round first."""
+        raise NotImplementedError
+
+    # -- presentation ---------------------------------------------------------
+    def board_metrics(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+        """The metrics a round's board and the standings show, the ranking one first."""
+        ranking = self.ranking_metric_for(config)
+        specs = list(self.metric_specs(config))
+        specs.sort(key=lambda m: m.name != ranking)
+        return tuple(specs)
+
+    def chart_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        """Metrics the round page charts over the truth versions (provisional series)."""
+        return (self.ranking_metric_for(config),)
+
+    def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
+        """The debug table's columns, in order."""
+        return ()
+
+    def metric(self, name: str) -> MetricSpec:
+        try:
+            return super().metric(name)
+        except KeyError:
+            return MetricSpec(name, name)

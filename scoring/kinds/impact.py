@@ -46,6 +46,7 @@ import numpy as np
 
 from scoring import metrics_impact as mi
 from scoring.metrics_uncertainty import bootstrap_ci
+from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth, VerifyUnavailable
@@ -122,19 +123,8 @@ def _jsonable(v: Any) -> bool:
 
 
 def _decode(data: bytes, errors: ErrorList) -> str | None:
-    """UTF-8 text of an upload, or None with the reason added to ``errors``."""
-    if b"\x00" in data:
-        errors.add("the file contains NUL bytes: it looks binary; upload UTF-8 text (CSV or JSON)")
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        errors.add(
-            f"the file is not valid UTF-8 (byte {exc.start}, on line {line}); save it as UTF-8 text",
-            row=line,
-        )
-        return None
+    """UTF-8 text of an upload, or None with the reason added to ``errors`` (the one reader every kind uses)."""
+    return csvfile.decode(data, errors)
 
 
 def _read_csv(text: str, errors: ErrorList) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
@@ -321,6 +311,28 @@ class ImpactKind(Kind):
 
     def submission_summary(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
         return submission_summary(case_rows, split=split)
+
+    case_correct_column: ClassVar[str | None] = "exact_match"
+    case_range_columns: ClassVar[tuple[str, ...]] = ("confidence",)
+
+    def summary_views(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
+        summary = submission_summary(case_rows, split=split)
+        rows = [r for r in case_rows if r.get("split") == split]
+        return {"confusion_matrix": summary["direction_confusion_matrix"],
+                "confusion_order": self.case_column_orders["actual_direction"],
+                "calibration_bins": summary["calibration"],
+                "calibration_missing": sum(1 for r in rows if r.get("confidence") is None)}
+
+    def leaderboard_note(self, config: Mapping[str, Any]) -> str:
+        cfg = self.validate_config(config)
+        n = cfg["min_predictions"]
+        resamples = cfg.get("bootstrap_resamples")
+        first = (f"An entrant appears once its submission has at least {n} scored prediction{'s' if n != 1 else ''} "
+                 "in this split. " if n else "")
+        return (first + f"The bracket beside {self.metric(self.ranking_metric).label} is its 95% bootstrap interval"
+                + (f" ({resamples:,} resamples of the cases)" if resamples else "")
+                + ": the range the accuracy would plausibly take on another draw of cases of this size. Where two "
+                "entrants' intervals overlap widely, the gap between them may be noise.")
 
     def leaderboard_eligible(self, split_metrics: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
         """Whether a split's metrics qualify for the leaderboard (enough scored predictions)."""

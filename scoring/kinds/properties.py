@@ -23,13 +23,13 @@ from __future__ import annotations
 import csv
 import io
 import math
-import re
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
@@ -225,83 +225,10 @@ def _show(s: str, limit: int = 40) -> str:
     return repr(s if len(s) <= limit else s[:limit] + "…")
 
 
-def _decode(data: bytes, errs: ErrorList) -> str | None:
-    """Bytes to text, or None after adding one error saying what the file is instead.
-
-    UTF-8 with or without a byte-order mark is read as is. UTF-16 with a BOM
-    is decoded too: the BOM makes the encoding unambiguous and rejecting a
-    file we can read helps nobody. UTF-32, UTF-16 without a BOM, other
-    encodings (Latin-1...), binary and compressed files are rejected with a
-    message telling the user to save as CSV UTF-8.
-    """
-    if data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
-        errs.add("this is an Excel workbook or a ZIP archive, not a CSV file; save or export it as CSV (UTF-8)")
-        return None
-    if data.startswith(b"\x1f\x8b"):
-        errs.add("this is a gzip-compressed file; upload the plain CSV file")
-        return None
-    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
-        errs.add("the file is encoded as UTF-32; save it as CSV UTF-8")
-        return None
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            text = data.decode("utf-16")
-        except UnicodeDecodeError:
-            errs.add("the file starts like UTF-16 text but is not valid UTF-16; save it as CSV UTF-8")
-            return None
-        if "\x00" in text:
-            errs.add("the file contains NUL characters: it is binary data, not a CSV text file")
-            return None
-        return text
-    if b"\x00" in data:
-        head = data[:4096]
-        if head.count(0) * 3 >= len(head):  # every other byte NUL: UTF-16 text without a BOM
-            errs.add("the file seems to be UTF-16 text without a byte-order mark; save it as CSV UTF-8")
-        else:
-            errs.add("the file contains NUL bytes: it is binary data, not a CSV text file")
-        return None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        errs.add(
-            f"the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start:,} cannot be decoded); "
-            "save it as CSV UTF-8",
-            row=line,
-        )
-        return None
-
-
-class _Lines:
-    """Iterates the lines of a text for csv.reader, hiding lines too long to be a valid row.
-
-    A line over ``limit`` characters is replaced by an empty line and recorded
-    in ``overlong`` (line number -> (characters, comma count + 1)), so the csv
-    module never splits a 10 MB line into millions of fields.
-    """
-
-    # A line and its ending (\r\n, \n or a lone \r, as csv expects). Matching
-    # walks the text once; io.StringIO would hold a 4-bytes-per-character copy.
-    _LINE = re.compile(r"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+")
-
-    def __init__(self, text: str, limit: int):
-        self._it = self._LINE.finditer(text)
-        self.limit = limit
-        self.lineno = 0
-        self.overlong: dict[int, tuple[int, int]] = {}
-
-    def __iter__(self) -> Iterator[str]:
-        return self
-
-    def __next__(self) -> str:
-        line = next(self._it).group()
-        self.lineno += 1
-        if len(line) > self.limit:
-            self.overlong[self.lineno] = (len(line.rstrip("\r\n")), line.count(",") + 1)
-            return "\n"
-        return line
+# Reading uploads is the same for every kind (scoring/csvfile.py): encodings, BOM,
+# NUL bytes, Excel and zip detection, overlong lines.
+_decode = csvfile.decode
+_Lines = csvfile.Lines
 
 
 def _csv_number(raw: str) -> tuple[float | None, str | None]:

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 from scipy.stats import spearmanr
 
+from leaderboard.core import selectors
 from leaderboard.core.models import LeaderboardRow, Score, Submission, TruthVersion
 from leaderboard.core.quota import quota_remaining
 from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
@@ -80,7 +81,7 @@ def test_leaderboard_ranks_best_public_score_ties_to_earlier(mini_benchmark, use
     first = accept(users["owner"], mini_benchmark, perfect)
     accept(users["owner"], mini_benchmark, worse)
     accept(users["member"], mini_benchmark, perfect)
-    rows = list(LeaderboardRow.objects.filter(split="public").order_by("rank").select_related("entrant"))
+    rows = selectors.leaderboard_rows(mini_benchmark, split="public")
     assert [(r.rank, r.entrant.name, r.submissions_count) for r in rows] == [(1, "owner", 2), (2, "member", 1)]
     assert rows[0].submission_id == first.pk
     assert rows[0].score == pytest.approx(1.0)

@@ -68,6 +68,10 @@ class LeaderboardSerializer(serializers.Serializer):
     benchmark = serializers.CharField()
     split = serializers.CharField()
     ranking_metric = serializers.CharField()
+    count = serializers.IntegerField(help_text="rows on the whole board")
+    next = serializers.URLField(allow_null=True, help_text="the next page, or null on the last")
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
     rows = LeaderboardRowSerializer(many=True)
 
 
@@ -76,6 +80,8 @@ class SubmissionCreateSerializer(serializers.Serializer):
     predictions = serializers.ListField(child=serializers.DictField(), required=False,
                                         help_text="Instead of a file: the predictions as JSON.")
     entrant = serializers.CharField(required=False, help_text="Name or id of one of your entrants.")
+    round = serializers.IntegerField(required=False, help_text="Round benchmarks: the open round to submit to "
+                                                               "(needed only when several are open).")
 
 
 class SubmissionAcceptedSerializer(serializers.Serializer):
@@ -120,3 +126,87 @@ class VerifySerializer(serializers.Serializer):
                                               "close_accuracy, avg_confidence, mae (when scores were given)")
     results = serializers.ListField(child=serializers.DictField(), help_text="one row per dev case predicted")
     direction_confusion_matrix = serializers.DictField(help_text="rows = actual direction, columns = predicted")
+
+
+class TruthVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    interim = serializers.BooleanField()
+    as_of = serializers.DateField(allow_null=True)
+    scored = serializers.BooleanField()
+
+
+class AuditSerializer(serializers.Serializer):
+    entrant = serializers.CharField()
+    audit_hash = serializers.CharField()
+    received_at = serializers.DateTimeField()
+
+
+class RoundListItemSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    status = serializers.CharField()
+    track = serializers.CharField()
+    opens_at = serializers.DateTimeField()
+    closes_at = serializers.DateTimeField(allow_null=True)
+    submissions = serializers.IntegerField()
+    universe_size = serializers.IntegerField()
+    url = serializers.CharField()
+
+
+class RoundDetailSerializer(RoundListItemSerializer):
+    universe_name = serializers.CharField()
+    universe_sha256 = serializers.CharField()
+    universe_url = serializers.CharField()
+    truth_versions = TruthVersionSerializer(many=True)
+    audit = AuditSerializer(many=True, allow_null=True, help_text="after close: the frozen submissions")
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class RoundOpenSerializer(serializers.Serializer):
+    universe = serializers.FileField()
+    closes_at = serializers.DateTimeField(required=False)
+    track = serializers.CharField(required=False)
+
+
+class RoundTruthSerializer(serializers.Serializer):
+    file = serializers.FileField()
+    interim = serializers.BooleanField(required=False, default=False)
+    as_of = serializers.DateField(required=False)
+
+
+class FileSerializer(serializers.Serializer):
+    file = serializers.FileField()
+
+
+class RoundBoardRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    entrant = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+    metrics = serializers.DictField()
+    provisional = serializers.BooleanField()
+    as_of = serializers.DateField(allow_null=True)
+    audit_hash = serializers.CharField()
+    updated_at = serializers.DateTimeField()
+
+
+class RoundBoardSerializer(serializers.Serializer):
+    round = serializers.IntegerField()
+    ranking_metric = serializers.CharField()
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    rows = RoundBoardRowSerializer(many=True)
+
+
+class HistoryPointSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    as_of = serializers.DateField(allow_null=True)
+    interim = serializers.BooleanField()
+    metrics = serializers.DictField()
+
+
+class HistoryEntrantSerializer(serializers.Serializer):
+    entrant = serializers.CharField()
+    points = HistoryPointSerializer(many=True)
+
+
+class HistorySerializer(serializers.Serializer):
+    entrants = HistoryEntrantSerializer(many=True)

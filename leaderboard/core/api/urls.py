@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard.core.api import views
+from leaderboard.core.api import rounds, views
 
 urlpatterns = [
     path("benchmarks/", views.BenchmarkList.as_view(), name="api-benchmarks"),
@@ -10,6 +10,15 @@ urlpatterns = [
     path("benchmarks/<slug:slug>/training/", views.BenchmarkTraining.as_view(), name="api-training"),
     path("benchmarks/<slug:slug>/submissions/", views.SubmissionCreateOrList.as_view(), name="api-submissions"),
     path("benchmarks/<slug:slug>/verify/", views.Verify.as_view(), name="api-verify"),
+    path("benchmarks/<slug:slug>/rounds/", rounds.RoundList.as_view(), name="api-rounds"),
+    path("benchmarks/<slug:slug>/rounds/<int:n>/", rounds.RoundDetail.as_view(), name="api-round"),
+    path("benchmarks/<slug:slug>/rounds/<int:n>/universe/", rounds.RoundUniverse.as_view(), name="api-round-universe"),
+    path("benchmarks/<slug:slug>/rounds/<int:n>/close/", rounds.RoundClose.as_view(), name="api-round-close"),
+    path("benchmarks/<slug:slug>/rounds/<int:n>/stakes/", rounds.RoundStakes.as_view(), name="api-round-stakes"),
+    path("benchmarks/<slug:slug>/rounds/<int:n>/truth/", rounds.RoundTruth.as_view(), name="api-round-truth"),
+    path("benchmarks/<slug:slug>/rounds/<int:n>/leaderboard/", rounds.RoundLeaderboard.as_view(),
+         name="api-round-leaderboard"),
+    path("benchmarks/<slug:slug>/rounds/<int:n>/history/", rounds.RoundHistory.as_view(), name="api-round-history"),
     path("submissions/<int:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),
     path("submissions/<int:pk>/cases/", views.SubmissionCases.as_view(), name="api-submission-cases"),
     path("submissions/<int:pk>/select/", views.SubmissionSelect.as_view(), name="api-submission-select"),

@@ -50,6 +50,8 @@ def benchmark_summary(request, b: Benchmark) -> dict:
 
 def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict:
     """A submission as the API shows it; ``standing``: with ``leaderboard`` (where it stands, and why)."""
+    if sub.benchmark.kind_impl.is_round_kind:
+        return round_submission_dict(request, sub)
     scores = selectors.submission_scores(sub, viewer=request.user)
     out = {
         "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
@@ -63,6 +65,24 @@ def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict
     if standing:
         out["leaderboard"] = selectors.submission_standing(sub, viewer=request.user)
     return out
+
+
+def round_submission_dict(request, sub: Submission) -> dict:
+    """A round submission: ``scores`` are those of the latest scored truth version (provisional
+    until the final one, dated by ``as_of``); ``history`` every version; ``counted``."""
+    history = selectors.submission_round_scores(sub)
+    latest = history[-1] if history else None
+    return {
+        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
+        "status_reason": sub.status_reason, "round": sub.round.number, "counted": sub.is_counted,
+        "replaced_at": sub.replaced_at, "repeat": sub.is_repeat,
+        "scores": {"public": latest["metrics"]} if latest else {},
+        "provisional": bool(latest and latest["interim"]), "as_of": latest["as_of"] if latest else None,
+        "truth_version": latest["version"] if latest else None, "history": history,
+        "errors": sub.errors, "audit_hash": sub.audit_hash, "original_name": sub.original_name, "size": sub.size,
+        "is_selected": False, "created_at": sub.received_at, "started_at": sub.started_at,
+        "scored_at": sub.scored_at, "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
+    }
 
 
 class BenchmarkList(APIView):
@@ -99,30 +119,69 @@ class BenchmarkDetail(APIView):
         return Response(data)
 
 
+PAGING_PARAMETERS = [
+    OpenApiParameter("page", int, description="page number, from 1"),
+    OpenApiParameter("page_size", int, description="rows per page, 1 to 1,000 (default 100)"),
+]
+
+
+def board_answer(request, page: selectors.BoardPage, rows: list[dict], **extra) -> Response:
+    """Every board answers alike: its ``rows`` for the page, ``count`` (all rows) and ``next`` (a URL or null)."""
+    next_url = None
+    if page.next_page is not None:
+        query = request.query_params.copy()
+        query["page"] = str(page.next_page)
+        query["page_size"] = str(page.page_size)
+        next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+    return Response({**extra, "count": page.count, "next": next_url, "page": page.page,
+                     "page_size": page.page_size, "rows": rows})
+
+
+def paging_or_error(request):
+    """``(page, page_size)``, or a 400 Response naming the bad parameter."""
+    try:
+        return selectors.board_paging(request.query_params), None
+    except selectors.BoardParamError as exc:
+        return None, error_response([RowError(str(exc), column=exc.column)], 400)
+
+
 class Leaderboard(APIView):
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(
         parameters=[OpenApiParameter("split", str, enum=["public", "private"],
-                                     description="private only after the organiser's reveal")],
-        responses={200: s.LeaderboardSerializer, 403: s.ErrorsSerializer},
-        summary="Ranked leaderboard rows",
+                                     description="private only after the organiser's reveal"),
+                    *PAGING_PARAMETERS],
+        responses={200: s.LeaderboardSerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
+        summary="Ranked leaderboard rows (standings across resolved rounds for round benchmarks)",
     )
     def get(self, request, slug):
         b = _benchmark(request, slug)
+        paging, error = paging_or_error(request)
+        if error:
+            return error
+        kind = b.kind_impl
+        if kind.is_round_kind:  # standings across resolved rounds
+            track = request.query_params.get("track", "")
+            if track and track not in kind.tracks:
+                return error_response([RowError(f"unknown track {track!r}", column="track")], 400)
+            page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])
+            return board_answer(request, page, [
+                {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+                 "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows],
+                benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
         split = request.query_params.get("split") or selectors.default_split(b)
         if split not in ("public", "private"):
             return error_response([RowError("split must be 'public' or 'private'", column="split")], 400)
         if split == "private" and not selectors.private_visible(b, request.user):
             return error_response([RowError("the private leaderboard is not revealed yet", column="split")], 403)
-        rows = selectors.leaderboard_rows(b, split=split, viewer=request.user)
-        return Response({
-            "benchmark": b.slug, "split": split, "ranking_metric": b.kind_impl.ranking_metric,
-            "rows": [{"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-                      "submissions": r.submissions_count, "submission_id": r.submission_id,
-                      "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
-                      "updated_at": r.updated_at} for r in rows],
-        })
+        page = selectors.leaderboard_page(b, split=split, viewer=request.user, page=paging[0], page_size=paging[1])
+        return board_answer(request, page, [
+            {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+             "submissions": r.submissions_count, "submission_id": r.submission_id,
+             "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
+             "updated_at": r.updated_at} for r in page.rows],
+            benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
 
 
 IDEMPOTENCY_KEY_PARAMETERS = [
@@ -180,12 +239,15 @@ class SubmissionCreateOrList(APIView):
             return error_response([RowError("send a file (multipart field 'file') or a JSON body with 'predictions'",
                                              column="file")], 400)
         entrant = request.data.get("entrant") if hasattr(request.data, "get") else None
+        round_number = request.data.get("round") if hasattr(request.data, "get") else None
+        if round_number not in (None, ""):
+            kwargs["round_number"] = round_number
         try:
             key = request.headers.get("Idempotency-Key")
             key = idempotency_key_check(key) if key is not None else None
             if "upload" in kwargs:
                 upload = kwargs.pop("upload")
-                kwargs = {"data": upload_read(benchmark=b, upload=upload), "filename": upload.name}
+                kwargs |= {"data": upload_read(benchmark=b, upload=upload), "filename": upload.name}
             accepted = submission_create(user=request.user, benchmark=b, entrant=entrant, idempotency_key=key,
                                          **kwargs)
         except SubmissionRejected as exc:
@@ -196,13 +258,13 @@ class SubmissionCreateOrList(APIView):
                                   headers={"Retry-After": str(exc.retry_after_seconds)},
                                   remaining_today=0, reset_at=exc.reset_at.isoformat())
         sub = accepted.submission
-        return Response(
-            {"id": sub.pk, "status": sub.status,
-             "url": request.build_absolute_uri(reverse("api-submission", args=[sub.pk])),
-             "audit_hash": sub.audit_hash, "remaining_today": accepted.remaining_today},
-            status=status.HTTP_202_ACCEPTED,
-            headers={"Idempotent-Replayed": "true"} if accepted.replayed else None,
-        )
+        answer = {"id": sub.pk, "status": sub.status,
+                  "url": request.build_absolute_uri(reverse("api-submission", args=[sub.pk])),
+                  "audit_hash": sub.audit_hash, "remaining_today": accepted.remaining_today}
+        if b.kind_impl.is_round_kind:
+            answer |= {"round": sub.round.number, "counted": sub.is_counted}
+        return Response(answer, status=status.HTTP_202_ACCEPTED,
+                        headers={"Idempotent-Replayed": "true"} if accepted.replayed else None)
 
 
 def _own_submission(request, pk) -> Submission:
@@ -228,7 +290,12 @@ class SubmissionCases(APIView):
     )
     def get(self, request, pk):
         sub = _own_submission(request, pk)
-        rows = selectors.submission_case_rows(sub, viewer=request.user)
+        if sub.benchmark.kind_impl.is_round_kind:
+            rows = selectors.round_submission_case_rows(sub, viewer=request.user)
+            if rows is None:
+                return error_response([RowError("per-id results are shown once the round is resolved")], 409)
+        else:
+            rows = selectors.submission_case_rows(sub, viewer=request.user)
         if request.query_params.get("format") == "csv":
             return csv_response(rows, f"submission-{sub.pk}-cases.csv")
         return Response(rows)

@@ -34,10 +34,8 @@ log = logging.getLogger("leaderboard.benchmarks")
 MAX_BUNDLE_FILE_BYTES = 200 * 1024 * 1024
 
 
-class BundleError(Exception):
-    def __init__(self, errors: list[RowError]):
-        self.errors = errors
-        super().__init__("\n".join(str(e) for e in errors))
+# A bad bundle: the one application error (scoring.errors.ValidationFailed) under its old name.
+BundleError = ValidationFailed
 
 
 @dataclass
@@ -161,6 +159,9 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
         benchmark.config = bundle.config
         benchmark.is_published = bool(meta.get("published", True))
         benchmark.save()
+        if kind.is_round_kind:  # rounds open later, each with its universe (round_open)
+            return LoadReport(benchmark=benchmark, created=created, truth_version=None, truth_changed=False,
+                              cases=0, requeued=0)
         round_, _ = Round.objects.get_or_create(
             benchmark=benchmark, number=1,
             defaults={"is_permanent": True, "title": benchmark.title, "status": Round.Status.OPEN},
@@ -264,7 +265,7 @@ def benchmark_reveal(*, benchmark: Benchmark, reveal: bool = True) -> None:
     (through ``round_set_status``), ``private_revealed_at``.
     """
     with transaction.atomic():
-        benchmark = Benchmark.objects.select_for_update().get(pk=benchmark.pk)
+        benchmark = Benchmark.objects.select_for_update(no_key=True).get(pk=benchmark.pk)
         if reveal and benchmark.private_revealed:
             return
         if reveal:

@@ -1,102 +1,206 @@
-"""Precomputed leaderboard rows, rebuilt in the transaction that changed the scores."""
+"""Precomputed board rows, written in the transaction that changed the scores.
+
+A row stores its order key, never its rank (see ``BoardOrder``): a scored
+submission of a static kind rewrites only its own entrant's rows, under a lock
+on that entrant, so the cost does not grow with the board and different
+entrants never wait on each other. Whole-round scoring (round kinds) writes a
+round's board in one go, since it has every value at once.
+"""
 from __future__ import annotations
 
+import datetime as dt
 import math
-from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.core.models import LeaderboardRow, Round, Score, Submission
+from leaderboard.core.models import Entrant, LeaderboardRow, Round, Score, StandingRow, Submission
+
+
+def order_key(value: Any, *, higher_is_better: bool) -> tuple[bool, float]:
+    """(order_missing, order_value) of a ranking value: missing (None, NaN) sorts last."""
+    missing = value is None or (isinstance(value, float) and not math.isfinite(value))
+    if missing:
+        return True, 0.0
+    return False, -float(value) if higher_is_better else float(value)
 
 
 @dataclass
 class _Candidate:
     submission_id: int
-    entrant_id: int
-    received_at: object
+    received_at: dt.datetime
     is_selected: bool
     metrics: dict = field(default_factory=dict)  # split -> {metric: value}
     provisional: bool = False
 
 
-def _sort_key(value, higher_is_better: bool, received_at, pk):
-    missing = value is None or (isinstance(value, float) and math.isnan(value))
-    v = 0.0 if missing else (-value if higher_is_better else value)
-    # Missing scores (n/a) sort last; ties go to the earlier submission.
-    return (missing, v, received_at, pk)
+def _pick_rows(round_: Round, candidates: list[_Candidate]) -> dict[str, tuple[_Candidate, dict]]:
+    """Per split, the candidate whose metrics go on the board (or no entry when none may).
 
-
-def leaderboard_refresh(round_: Round) -> None:
-    """Rebuild the round's leaderboard rows for every split from stored scores.
-
-    Public split: each entrant's best public score of the ranking metric, ties
-    broken by the earlier submission. Private split: the private score of the
-    entrant's selected submission, or of its best public one if none is
-    selected. Entrants the kind finds ineligible (too few predictions) are left
-    out. Must be called inside the transaction that wrote the scores.
+    Public split: the best public score of the ranking metric, ties to the earlier
+    submission. Private split: the selected submission, or the best public one.
     """
-    assert transaction.get_connection().in_atomic_block, "call leaderboard_refresh inside a transaction"
-    # Serialise refreshes of one round so two workers cannot interleave deletes and inserts.
-    Round.objects.select_for_update().filter(pk=round_.pk).first()
     benchmark = round_.benchmark
     kind = benchmark.kind_impl
     config = benchmark.config
-    ranking = kind.ranking_metric
+    ranking = kind.ranking_metric_for(config)
+    higher = kind.metric(ranking).higher_is_better
+    first_split = kind.splits[0]
+
+    def public_key(c: _Candidate):
+        return (*order_key(c.metrics.get(first_split, {}).get(ranking), higher_is_better=higher),
+                c.received_at, c.submission_id)
+
+    def eligible(c: _Candidate, split: str) -> bool:
+        metrics = c.metrics.get(split)
+        return metrics is not None and kind.leaderboard_eligible(metrics, config)
+
+    picks: dict[str, tuple[_Candidate, dict]] = {}
+    # The best public submission among those that may appear: a better-scoring one
+    # below the entry minimum (a two-case probe) never hides an eligible one.
+    pool = [c for c in candidates if eligible(c, first_split)]
+    best_public = min(pool, key=public_key) if pool else None
+    selected = next((c for c in candidates if c.is_selected), None)
+    for split in kind.splits:
+        pick = best_public if split == first_split else (selected or best_public)
+        if pick is None or not eligible(pick, split):
+            continue
+        picks[split] = (pick, pick.metrics[split])
+    return picks
+
+
+def leaderboard_refresh_entrant(round_: Round, entrant_id: int) -> None:
+    """Bring one entrant's rows of a round (static kinds) up to date with its scored submissions.
+
+    Locks the entrant (two workers scoring the same entrant's submissions queue
+    here; other entrants do not), recomputes its best/selected submission per
+    split from its own scores and inserts, updates or deletes its rows. A row's
+    ``updated_at`` changes only when the row does. Call inside the transaction
+    that wrote the scores.
+    """
+    assert transaction.get_connection().in_atomic_block, "call leaderboard_refresh_entrant inside a transaction"
+    # NO KEY UPDATE: an upload's foreign-key check on the entrant never waits on it.
+    Entrant.objects.select_for_update(no_key=True).filter(pk=entrant_id).values_list("pk", flat=True).first()
+    kind = round_.benchmark.kind_impl
+    ranking = kind.ranking_metric_for(round_.benchmark.config)
     higher = kind.metric(ranking).higher_is_better
 
-    candidates: dict[int, _Candidate] = {}
-    for sub_id, ent_id, received_at, selected in Submission.objects.filter(
-        round=round_, status=Submission.Status.SCORED
-    ).values_list("pk", "entrant_id", "received_at", "is_selected"):
-        candidates[sub_id] = _Candidate(sub_id, ent_id, received_at, selected)
+    candidates = {
+        pk: _Candidate(pk, received_at, selected)
+        for pk, received_at, selected in Submission.objects.filter(
+            round=round_, entrant_id=entrant_id, status=Submission.Status.SCORED
+        ).values_list("pk", "received_at", "is_selected")
+    }
     for sub_id, split, metric, value, provisional in Score.objects.filter(
         submission_id__in=list(candidates)
     ).values_list("submission_id", "split", "metric", "value", "provisional"):
         cand = candidates[sub_id]
         cand.metrics.setdefault(split, {})[metric] = value
         cand.provisional |= provisional
+    picks = _pick_rows(round_, list(candidates.values()))
 
-    by_entrant: dict[int, list[_Candidate]] = defaultdict(list)
-    for cand in candidates.values():
-        by_entrant[cand.entrant_id].append(cand)
-
-    first_split = kind.splits[0]
-
-    def public_key(c: _Candidate):
-        return _sort_key(c.metrics.get(first_split, {}).get(ranking), higher, c.received_at, c.submission_id)
-
-    def eligible(c: _Candidate, split: str) -> bool:
-        metrics = c.metrics.get(split)
-        return metrics is not None and kind.leaderboard_eligible(metrics, config)
-
+    existing = {row.split: row for row in LeaderboardRow.objects.filter(round=round_, entrant_id=entrant_id)}
     now = timezone.now()
-    rows: list[LeaderboardRow] = []
-    for split in kind.splits:
-        chosen: list[_Candidate] = []
-        for subs in by_entrant.values():
-            selected = [c for c in subs if c.is_selected]
-            if split != first_split and selected:
-                pick = selected[0]
-            else:
-                # The best public submission among those that may appear: a better-scoring one
-                # below the entry minimum (a two-case probe) never hides an eligible one.
-                pool = [c for c in subs if eligible(c, first_split)]
-                if not pool:
-                    continue
-                pick = min(pool, key=public_key)
-            if not eligible(pick, split):
-                continue
-            chosen.append(pick)
-        chosen.sort(key=lambda c: _sort_key(c.metrics[split].get(ranking), higher, c.received_at, c.submission_id))
-        for rank, cand in enumerate(chosen, start=1):
-            rows.append(LeaderboardRow(
-                round=round_, split=split, entrant_id=cand.entrant_id, submission_id=cand.submission_id,
-                rank=rank, score=cand.metrics[split].get(ranking), metrics=cand.metrics[split],
-                submissions_count=len(by_entrant[cand.entrant_id]), provisional=cand.provisional,
-                updated_at=now,
-            ))
-    LeaderboardRow.objects.filter(round=round_).delete()
-    LeaderboardRow.objects.bulk_create(rows)
+    for split, (cand, metrics) in picks.items():
+        missing, value = order_key(metrics.get(ranking), higher_is_better=higher)
+        fields = {
+            "submission_id": cand.submission_id, "score": metrics.get(ranking), "metrics": metrics,
+            "submissions_count": len(candidates), "provisional": cand.provisional,
+            "order_missing": missing, "order_value": value, "order_at": cand.received_at,
+        }
+        row = existing.pop(split, None)
+        if row is None:
+            LeaderboardRow.objects.create(round=round_, split=split, entrant_id=entrant_id, updated_at=now, **fields)
+        elif any(getattr(row, name) != v for name, v in fields.items()):
+            LeaderboardRow.objects.filter(pk=row.pk).update(updated_at=now, **fields)
+    if existing:
+        LeaderboardRow.objects.filter(pk__in=[row.pk for row in existing.values()]).delete()
 
+
+def leaderboard_refresh(round_: Round) -> None:
+    """Bring every entrant's rows of a round up to date (after a reveal or a bulk change).
+
+    One entrant at a time through ``leaderboard_refresh_entrant``; entrants that
+    no longer have a scored submission lose their rows.
+    """
+    assert transaction.get_connection().in_atomic_block, "call leaderboard_refresh inside a transaction"
+    entrants = set(Submission.objects.filter(round=round_, status=Submission.Status.SCORED)
+                   .values_list("entrant_id", flat=True))
+    entrants |= set(LeaderboardRow.objects.filter(round=round_).values_list("entrant_id", flat=True))
+    for entrant_id in sorted(entrants):
+        leaderboard_refresh_entrant(round_, entrant_id)
+
+
+@dataclass
+class BoardEntry:
+    """One row of a round board written by whole-round scoring."""
+
+    entrant_id: int
+    submission_id: int
+    received_at: dt.datetime
+    metrics: Mapping[str, Any]
+    submissions_count: int = 1
+
+
+def round_board_write(round_: Round, entries: Iterable[BoardEntry], *, ranking: str, higher_is_better: bool,
+                      provisional: bool, as_of: dt.date | None, split: str = "public") -> int:
+    """Replace a round's board (one split) with ``entries``, in one go. Returns the rows written."""
+    assert transaction.get_connection().in_atomic_block, "call round_board_write inside a transaction"
+    now = timezone.now()
+    rows = []
+    for e in entries:
+        missing, value = order_key(e.metrics.get(ranking), higher_is_better=higher_is_better)
+        rows.append(LeaderboardRow(
+            round=round_, split=split, entrant_id=e.entrant_id, submission_id=e.submission_id,
+            score=e.metrics.get(ranking), metrics=dict(e.metrics), submissions_count=e.submissions_count,
+            provisional=provisional, as_of=as_of, order_missing=missing, order_value=value,
+            order_at=e.received_at, updated_at=now,
+        ))
+    LeaderboardRow.objects.filter(round=round_, split=split).delete()
+    LeaderboardRow.objects.bulk_create(rows, batch_size=2000)
+    return len(rows)
+
+
+@dataclass
+class StandingEntry:
+    """An entrant's standing across rounds, as a kind computes it."""
+
+    entrant_id: int
+    score: float | None
+    metrics: Mapping[str, Any]
+    rounds: int
+    order_at: dt.datetime
+    track: str = ""
+
+
+def standings_write(benchmark, entries: Iterable[StandingEntry], *, higher_is_better: bool,
+                    tracks: Iterable[str]) -> int:
+    """Replace the benchmark's standings of ``tracks`` with ``entries``; rows whose values did not
+    change keep their ``updated_at``."""
+    assert transaction.get_connection().in_atomic_block, "call standings_write inside a transaction"
+    now = timezone.now()
+    tracks = set(tracks)
+    existing = {(r.track, r.entrant_id): r for r in StandingRow.objects.filter(benchmark=benchmark, track__in=tracks)}
+    create, update = [], []
+    for e in entries:
+        missing, value = order_key(e.score, higher_is_better=higher_is_better)
+        fields = {"score": e.score, "metrics": dict(e.metrics), "rounds": e.rounds, "order_missing": missing,
+                  "order_value": value, "order_at": e.order_at}
+        row = existing.pop((e.track, e.entrant_id), None)
+        if row is None:
+            create.append(StandingRow(benchmark=benchmark, track=e.track, entrant_id=e.entrant_id,
+                                      updated_at=now, **fields))
+        elif any(getattr(row, k) != v for k, v in fields.items()):
+            for k, v in fields.items():
+                setattr(row, k, v)
+            row.updated_at = now
+            update.append(row)
+    StandingRow.objects.bulk_create(create, batch_size=2000)
+    StandingRow.objects.bulk_update(update, ["score", "metrics", "rounds", "order_missing", "order_value",
+                                             "order_at", "updated_at"], batch_size=2000)
+    if existing:
+        StandingRow.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
+    return len(create) + len(update)

@@ -36,7 +36,7 @@ def round_set_status(*, round_: Round, status: str) -> Round:
     truth is shown case by case from the close on.
     """
     with transaction.atomic():
-        round_ = Round.objects.select_for_update().select_related("benchmark").get(pk=round_.pk)
+        round_ = Round.objects.select_for_update(of=("self",)).select_related("benchmark").get(pk=round_.pk)
         if status == round_.status:
             return round_
         if status not in _MOVES[round_.status]:
@@ -80,7 +80,7 @@ def round_set_deadline(*, round_: Round, closes_at) -> Round:
     Refused (409) where ``round_deadline_refusal`` says so. Side effects: ``closes_at`` saved.
     """
     with transaction.atomic():
-        round_ = Round.objects.select_for_update().select_related("benchmark").get(pk=round_.pk)
+        round_ = Round.objects.select_for_update(of=("self",)).select_related("benchmark").get(pk=round_.pk)
         refusal = round_deadline_refusal(round_, closes_at)
         if refusal is not None:
             raise SubmissionRejected([RowError(refusal, column="closes_at")], status=409)
@@ -88,3 +88,4 @@ def round_set_deadline(*, round_: Round, closes_at) -> Round:
             round_.closes_at = closes_at
             round_.save(update_fields=["closes_at"])
         return round_
+

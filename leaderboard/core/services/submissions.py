@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -33,7 +33,7 @@ from leaderboard.core.models import (
 )
 from leaderboard.core.quota import QuotaExceeded, quota_consume, quota_refund, quota_remaining, utc_day
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
-from leaderboard.core.services.leaderboards import leaderboard_refresh
+from leaderboard.core.services.leaderboards import leaderboard_refresh_entrant
 from leaderboard.core.services.outbox import outbox_drain, submission_enqueue
 
 log = logging.getLogger("leaderboard.submissions")
@@ -41,13 +41,9 @@ log = logging.getLogger("leaderboard.submissions")
 Status = Submission.Status
 
 
-class SubmissionRejected(Exception):
-    """The request cannot become a submission; ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, errors: list[RowError], status: int = 400):
-        self.errors = errors
-        self.status = status
-        super().__init__("; ".join(str(e) for e in errors))
+# The one application error (scoring.errors.ValidationFailed), under the name services use:
+# the request cannot be accepted; ``status`` is the HTTP status to answer with.
+SubmissionRejected = ValidationFailed
 
 
 @dataclass
@@ -131,7 +127,10 @@ def _resolve_entrant(user, entrant: str | int | None) -> Entrant:
 
 
 def current_round(benchmark: Benchmark) -> Round | None:
-    return Round.objects.filter(benchmark=benchmark, status=Round.Status.OPEN).order_by("-number", "-id").first()
+    """The open round uploads go to. A round with no cases (no universe) is never current:
+    an empty round added by hand must not turn every upload away."""
+    return (Round.objects.open().with_cases().filter(benchmark=benchmark)
+            .order_by("-number", "-id").first())
 
 
 def round_takes_submissions(round_: Round, *, now: dt.datetime | None = None) -> bool:
@@ -174,6 +173,20 @@ def submissions_refusal(benchmark: Benchmark, round_: Round | None = None) -> st
     return None
 
 
+def round_lock_for_upload(round_id: int) -> Round:
+    """Hold the round's row in share mode for an upload's transaction and return it as stored.
+
+    Closing (``round_set_status``, FOR UPDATE) waits for uploads in flight, and an
+    upload after it sees the round closed; uploads do not wait on each other, nor
+    on a worker writing board rows (their foreign-key checks take KEY SHARE, which
+    share mode never blocks). SQLite has one writer at a time anyway.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT id FROM {Round._meta.db_table} WHERE id = %s FOR SHARE", [round_id])
+    return Round.objects.select_related("benchmark").get(pk=round_id)
+
+
 def _check_takes_submissions(benchmark: Benchmark, round_: Round | None) -> None:
     refusal = submissions_refusal(benchmark, round_)
     if refusal is not None:
@@ -203,6 +216,7 @@ def submission_create(
     predictions: Any = None,
     entrant: str | int | None = None,
     idempotency_key: str | None = None,
+    round_number: int | str | None = None,
 ) -> Accepted:
     """Validate an upload (file bytes or a JSON ``predictions`` list) and queue it.
 
@@ -220,10 +234,17 @@ def submission_create(
     ent = _resolve_entrant(user, entrant)
     fingerprint = ""
     if idempotency_key is not None:
-        fingerprint = _idempotency_fingerprint(benchmark=benchmark, entrant=ent, data=data, predictions=predictions)
+        fingerprint = _idempotency_fingerprint(benchmark=benchmark, entrant=ent, round_number=round_number,
+                                               data=data, predictions=predictions)
         replay = _idempotent_replay(user=user, key=idempotency_key, fingerprint=fingerprint)
         if replay is not None:
             return replay
+    if kind.is_round_kind:  # rounds with a universe: validated, stored, scored when truth arrives
+        from leaderboard.core.services.round_engine import round_submission_create
+
+        return round_submission_create(user=user, benchmark=benchmark, data=data, filename=filename,
+                                       predictions=predictions, entrant=ent, round_number=round_number,
+                                       idempotency_key=idempotency_key, idempotency_fingerprint=fingerprint)
     round_ = current_round(benchmark)
     _check_takes_submissions(benchmark, round_)
 
@@ -241,11 +262,7 @@ def submission_create(
         raise SubmissionRejected(exc.errors, status=413 if exc.too_large else 400) from None
 
     payload = kind.dump_submission(parsed)
-    try:  # a kind may keep free text (a rationale); the database refuses NUL and lone surrogates
-        json_strings_check(payload, max_depth=64)
-    except BadInput as exc:
-        raise SubmissionRejected([RowError(f"{exc.where}: {exc.message}" if exc.where else exc.message,
-                                           column=exc.where)]) from None
+    payload_check(payload)
     canonical = kind.canonical_bytes(parsed)
     audit_hash = hashlib.sha256(canonical).hexdigest()
     if data is None:
@@ -257,7 +274,7 @@ def submission_create(
         # Checked again under the round's row lock, which closing takes too: once
         # round_set_status has closed a round (or its deadline has passed), no
         # upload validated before can still slip in.
-        round_ = Round.objects.select_for_update(of=("self",)).select_related("benchmark").get(pk=round_.pk)
+        round_ = round_lock_for_upload(round_.pk)
         _check_takes_submissions(benchmark, round_)
         remaining = quota_consume(user=user, benchmark=benchmark)
         sub = Submission(
@@ -265,7 +282,7 @@ def submission_create(
             round=round_,
             entrant=ent,
             user=user,
-            original_name=_display_name(filename),
+            original_name=display_name(filename),
             size=len(data),
             audit_hash=audit_hash,
             payload=payload,
@@ -297,8 +314,9 @@ def idempotency_key_check(key: str) -> str:
     return key
 
 
-def _idempotency_fingerprint(*, benchmark: Benchmark, entrant: Entrant, data: bytes | None, predictions: Any) -> str:
-    digest = hashlib.sha256(f"{benchmark.pk}:{entrant.pk}:".encode())
+def _idempotency_fingerprint(*, benchmark: Benchmark, entrant: Entrant, data: bytes | None, predictions: Any,
+                             round_number: int | str | None = None) -> str:
+    digest = hashlib.sha256(f"{benchmark.pk}:{entrant.pk}:{'' if round_number is None else round_number}:".encode())
     if data is not None:
         digest.update(b"file:" + data)
     else:
@@ -345,7 +363,17 @@ def _idempotent_replay(*, user, key: str, fingerprint: str) -> Accepted | None:
                     replayed=True)
 
 
-def _display_name(filename: str) -> str:
+def payload_check(payload: Any) -> None:
+    """Refuse (400) a stored payload the database cannot hold: a kind may keep free text
+    (a rationale), and PostgreSQL refuses NUL and lone surrogates in JSON."""
+    try:
+        json_strings_check(payload, max_depth=64)
+    except BadInput as exc:
+        raise SubmissionRejected([RowError(f"{exc.where}: {exc.message}" if exc.where else exc.message,
+                                           column=exc.where)]) from None
+
+
+def display_name(filename: str) -> str:
     """The participant's file name as shown back: control characters dropped, at most 255 characters."""
     name = "".join(ch for ch in (filename or "") if not text_problem(ch, allow_newlines=False))
     return name.strip()[:255] or "upload"
@@ -378,6 +406,25 @@ def submission_set_status(sub: Submission, status: str, reason: str = "", **fiel
     SubmissionEvent.objects.create(submission=sub, status=status, reason=reason, at=now)
 
 
+def submissions_set_status_bulk(ids: list[int], status: str, reason: str, **fields: Any) -> int:
+    """``submission_set_status`` for many submissions at once (whole-round scoring).
+
+    Same side effects: status, reason, status_changed_at (and scored_at when
+    scored), the given fields, and one SubmissionEvent each. Call inside the
+    transaction that made the change.
+    """
+    now = timezone.now()
+    extra = {"scored_at": now} if status == Status.SCORED else {}
+    updated = 0
+    for start in range(0, len(ids), 2000):
+        chunk = ids[start:start + 2000]
+        updated += Submission.objects.filter(pk__in=chunk).update(
+            status=status, status_reason=reason, status_changed_at=now, **extra, **fields)
+        SubmissionEvent.objects.bulk_create(
+            [SubmissionEvent(submission_id=pk, status=status, reason=reason, at=now) for pk in chunk])
+    return updated
+
+
 def _fail(sub: Submission, reason: str, *, server_side: bool, errors: list[RowError] = ()) -> None:
     extra = {"errors": [e.as_dict() for e in errors]} if errors else {}
     if server_side and sub.counts_against_limit:
@@ -389,7 +436,7 @@ def _fail(sub: Submission, reason: str, *, server_side: bool, errors: list[RowEr
     if Score.objects.filter(submission=sub).exists():
         Score.objects.filter(submission=sub).delete()
         CaseResult.objects.filter(submission=sub).delete()
-        leaderboard_refresh(sub.round)
+        leaderboard_refresh_entrant(sub.round, sub.entrant_id)
 
 
 def submission_score(*, submission_id: int) -> str | None:
@@ -447,11 +494,9 @@ def submission_score(*, submission_id: int) -> str | None:
         return Status.FAILED
 
     with transaction.atomic():
-        # Lock order: the round (which the board refresh and uploads lock) before the
-        # submission row. An upload holding the round lock may wait on this row (its
-        # unique-key check), so updating the row first and then waiting for the round
-        # would deadlock.
-        Round.objects.select_for_update().filter(pk=sub.round_id).first()
+        # Lock order: the entrant (which the board refresh and a select take) before the
+        # submission row, as a select does; the other order deadlocks with a select.
+        Entrant.objects.select_for_update(no_key=True).filter(pk=sub.entrant_id).first()
         sub = Submission.objects.select_for_update().get(pk=submission_id)
         if sub.status != Status.SCORING:
             return None  # another delivery finished first
@@ -459,7 +504,7 @@ def submission_score(*, submission_id: int) -> str | None:
         submission_set_status(sub, Status.SCORED, f"scored against truth version {version.version}"
                               + ("" if version.is_final else " (interim: provisional)"),
                               truth_version=version, errors=[])
-        leaderboard_refresh(sub.round)
+        leaderboard_refresh_entrant(sub.round, sub.entrant_id)
     return Status.SCORED
 
 
@@ -525,9 +570,8 @@ def submission_select(*, submission: Submission, user) -> None:
                                            + round_closed_message(submission.round))], status=409)
     try:
         with transaction.atomic():
-            # Lock order as everywhere: the round (uploads and the board refresh take it), then the
-            # entrant. NO KEY UPDATE on the entrant, so an upload's foreign-key check never waits on it.
-            Round.objects.select_for_update(of=("self",)).filter(pk=submission.round_id).first()
+            # Selections of one entrant queue on its row (NO KEY UPDATE, so an upload's
+            # foreign-key check never waits on it); the board refresh takes the same lock.
             Entrant.objects.select_for_update(no_key=True).filter(pk=submission.entrant_id).first()
             if not Submission.objects.filter(pk=submission.pk, status=Status.SCORED).exists():
                 raise not_scored
@@ -535,7 +579,7 @@ def submission_select(*, submission: Submission, user) -> None:
                 is_selected=False
             )
             Submission.objects.filter(pk=submission.pk).update(is_selected=True)
-            leaderboard_refresh(submission.round)
+            leaderboard_refresh_entrant(submission.round, submission.entrant_id)
     except IntegrityError:  # the one-selected constraint, should a writer bypass the lock
         raise SubmissionRejected([RowError("another selection for this entrant happened at the same time; "
                                            "try again")], status=409) from None
@@ -548,8 +592,15 @@ def submission_heartbeat(*, submission_id: int) -> None:
 
 
 def submissions_requeue(queryset, reason: str) -> int:
-    """Put submissions back in the queue (rescore after a truth change, or by an organiser)."""
-    ids = list(queryset.values_list("pk", flat=True))
+    """Put submissions back in the queue (rescore after a truth change, or by an organiser).
+
+    Submissions of round kinds are left out: they are scored per truth version with
+    their whole round, never one by one.
+    """
+    from scoring.kinds import get_kind, kind_names
+
+    round_kinds = [name for name in kind_names() if get_kind(name).is_round_kind]
+    ids = list(queryset.exclude(benchmark__kind__in=round_kinds).values_list("pk", flat=True))
     for pk in ids:
         with transaction.atomic():
             sub = Submission.objects.select_for_update().get(pk=pk)

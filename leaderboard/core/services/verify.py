@@ -31,7 +31,7 @@ def benchmark_verify(*, benchmark: Benchmark, predictions: Any = None, data: byt
     if round_ is None:
         raise SubmissionRejected([RowError("this benchmark has no cases yet")], status=409)
     if not kind.verify_available(benchmark.config):
-        raise SubmissionRejected([RowError("verify (the dry run) is not available for this benchmark")], status=403)
+        raise SubmissionRejected([RowError("this benchmark has no dry run (verify)")], status=403)
     cases = round_caseset(round_)
     splits = [s for s in VERIFY_SPLITS
               if case_truth_visible(benchmark=benchmark, round_=round_, split=s, viewer=None)]

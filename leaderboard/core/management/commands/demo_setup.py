@@ -12,6 +12,8 @@ from leaderboard.core.services.benchmarks import benchmark_load_bundle
 from leaderboard.core.services.submissions import entrant_default, submission_create, submission_score
 
 DEMO_MODULES = ("properties", "impact")
+# Round kinds: a demo module with DemoRound and baselines; rounds are opened, submitted to and scored here.
+ROUND_DEMO_MODULES = ("signals",)
 DEMO_PASSWORD = "demo-password"
 DEMO_USERS = [
     # (username, staff)
@@ -58,6 +60,77 @@ class Command(BaseCommand):
             alice = User.objects.get(username="alice")
             self._submit(alice, benchmark, list(baselines.values())[-1], None)
             self.stdout.write(f"  baselines scored on {benchmark.slug}")
+        for name in ROUND_DEMO_MODULES:
+            try:
+                module = importlib.import_module(f"leaderboard.demo.{name}")
+            except ModuleNotFoundError:
+                continue
+            self._round_demo(module, root / name)
+
+    def _round_demo(self, module, directory) -> None:
+        """Resolved rounds (standings), one resolving through daily snapshots, one open round.
+
+        Baselines each have their own owner (the daily limit is per user); alice takes part in
+        two rounds. Every truth version is scored here, so the pages are full at start.
+        """
+        import datetime as dt
+
+        from django.utils import timezone
+
+        from leaderboard.core.models import Round, TruthVersion
+        from leaderboard.core.services.round_engine import (
+            entrant_flag,
+            round_close,
+            round_open,
+            round_truth_load,
+            round_version_score,
+            stakes_load,
+        )
+
+        User = get_user_model()
+        module.write_bundle(directory)
+        benchmark = benchmark_load_bundle(directory).benchmark
+        if Round.objects.filter(benchmark=benchmark).exists():
+            return
+        for label in module.BASELINES:
+            owner, _ = User.objects.get_or_create(username=label)
+            Entrant.objects.get_or_create(name=label, defaults={"owner": owner, "description": f"Baseline: {label}"})
+        entrant_flag(name=module.BENCHMARK_MODEL, benchmark_model=True)
+        alice = User.objects.get(username="alice")
+        today = timezone.now().date()
+        for number in range(1, module.ROUNDS + 1):
+            demo = module.DemoRound(number)
+            weeks_ago = module.ROUNDS - number
+            last = number == module.ROUNDS
+            closes_at = timezone.now() + dt.timedelta(days=6) if last else None
+            round_ = round_open(benchmark=benchmark, data=demo.universe_csv(), filename=f"universe-round-{number}.csv",
+                                closes_at=closes_at)
+            for label in module.BASELINES:
+                submission_create(user=User.objects.get(username=label), benchmark=benchmark,
+                                  data=demo.submission_csv(label), filename=f"{label}.csv", entrant=label)
+            if number in (module.ROUNDS - 2, module.ROUNDS - 1):
+                submission_create(user=alice, benchmark=benchmark, data=demo.submission_csv("alice"),
+                                  filename="alice.csv", entrant="alice")
+            if last:
+                self.stdout.write(f"  {benchmark.slug}: round {number} open until {closes_at:%Y-%m-%d %H:%M} UTC")
+                break
+            stakes_load(round_=round_, data=demo.stakes_csv())
+            round_close(round_=round_)
+            opened = timezone.now() - dt.timedelta(weeks=weeks_ago + 1)
+            Round.objects.filter(pk=round_.pk).update(opens_at=opened, closes_at=opened + dt.timedelta(days=6))
+            start = today - dt.timedelta(weeks=weeks_ago) - dt.timedelta(days=module.INTERIM_DAYS)
+            resolving = number == module.ROUNDS - 1
+            for day in range(module.INTERIM_DAYS):
+                progress = (day + 1) / 20
+                round_truth_load(round_=round_, data=demo.truth_csv(progress), filename=f"targets-day-{day + 1}.csv",
+                                 final=False, as_of=start + dt.timedelta(days=day))
+            if not resolving:
+                round_truth_load(round_=round_, data=demo.truth_csv(1.0), filename="targets-final.csv", final=True,
+                                 as_of=min(start + dt.timedelta(days=20), today))
+            for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
+                round_version_score(round_id=round_.pk, version=tv.version)
+            self.stdout.write(f"  {benchmark.slug}: round {number} "
+                              + ("resolving (daily snapshots)" if resolving else "resolved"))
 
     @staticmethod
     def _submit(user, benchmark, data: bytes, entrant) -> None:

@@ -1,24 +1,23 @@
-"""Close a round (a static benchmark's permanent round too): no submission is accepted after it."""
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from leaderboard.core.models import Round
-from leaderboard.core.services.rounds import round_set_status
-from leaderboard.core.services.submissions import SubmissionRejected
+from leaderboard.core.management.commands._rounds import refused_as_command_error, round_or_error
+from leaderboard.core.models import Submission
+from leaderboard.core.services.round_engine import round_close
 
 
 class Command(BaseCommand):
-    help = "Close round N of a benchmark: no submission is accepted after it (a static benchmark's round is 1)."
+    help = "Close round N: no submission is accepted after it; each entrant's counted submission is frozen."
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
         parser.add_argument("number", type=int)
 
     def handle(self, *args, slug, number, **options):
-        round_ = Round.objects.filter(benchmark__slug=slug, number=number).first()
-        if round_ is None:
-            raise CommandError(f"benchmark {slug!r} has no round {number}")
-        try:
-            round_ = round_set_status(round_=round_, status=Round.Status.CLOSED)
-        except SubmissionRejected as exc:
-            raise CommandError("; ".join(e.message for e in exc.errors)) from None
-        self.stdout.write(f"{slug} round {number}: {round_.status} at {round_.closes_at:%Y-%m-%d %H:%M:%S} UTC")
+        round_ = round_or_error(slug, number)
+        with refused_as_command_error(f"round_close {slug} {number}"):
+            round_ = round_close(round_=round_)
+        line = f"{slug} round {number}: {round_.status} at {round_.closes_at:%Y-%m-%d %H:%M:%S} UTC"
+        if not round_.is_permanent:
+            counted = Submission.objects.filter(round=round_, is_counted=True).count()
+            line += f"; {counted} counted submission{'' if counted == 1 else 's'} frozen"
+        self.stdout.write(line)

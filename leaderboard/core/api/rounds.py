@@ -1,0 +1,220 @@
+"""API of round benchmarks: rounds (public reads, staff actions), round boards and history."""
+from __future__ import annotations
+
+from django.http import FileResponse, Http404
+from django.urls import reverse
+from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from scoring.errors import RowError
+
+from leaderboard.core import selectors
+from leaderboard.core.api import serializers as s
+from leaderboard.core.api.errors import error_response
+from leaderboard.core.api.views import PAGING_PARAMETERS, _benchmark, board_answer, csv_response, paging_or_error
+from leaderboard.core.models import Round
+from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
+from leaderboard.core.services.submissions import SubmissionRejected
+
+
+class IsStaff(permissions.BasePermission):
+    """Organisers only (``is_staff``)."""
+
+    message = "only organisers (staff tokens) may do this"
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_authenticated and request.user.is_staff)
+
+
+def _round_kind_benchmark(request, slug):
+    b = _benchmark(request, slug)
+    if not b.kind_impl.is_round_kind:
+        raise Http404(f"{b.slug} is a {b.kind} benchmark: it has no rounds")
+    return b
+
+
+def _round(request, slug, n) -> Round:
+    b = _round_kind_benchmark(request, slug)
+    round_ = selectors.round_of(b, n)
+    if round_ is None:
+        raise Http404(f"{slug} has no round {n}")
+    return round_
+
+
+def round_summary(request, r: Round) -> dict:
+    return {"number": r.number, "status": r.status, "track": r.track, "opens_at": r.opens_at,
+            "closes_at": r.closes_at, "submissions": getattr(r, "submission_count", None),
+            "universe_size": r.universe_size,
+            "url": request.build_absolute_uri(reverse("api-round", args=[r.benchmark.slug, r.number]))}
+
+
+def round_detail(request, r: Round) -> dict:
+    return round_summary(request, r) | {
+        "universe_name": r.universe_name, "universe_sha256": r.universe_sha256,
+        "universe_url": request.build_absolute_uri(reverse("api-round-universe", args=[r.benchmark.slug, r.number])),
+        "truth_versions": [{"version": v.version, "interim": not v.is_final, "as_of": v.as_of,
+                            "scored": v.scored_at is not None} for v in selectors.round_truth_versions(r)],
+        "audit": selectors.round_audit(r),
+        "notes": list((r.data or {}).get("notes", [])),
+    }
+
+
+def _refused(exc: SubmissionRejected) -> Response:
+    return error_response(exc.errors, exc.status)
+
+
+class RoundList(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_permissions(self):
+        return [IsStaff()] if self.request.method == "POST" else [permissions.AllowAny()]
+
+    @extend_schema(responses=s.RoundListItemSerializer(many=True), summary="The rounds of a round benchmark")
+    def get(self, request, slug):
+        b = _round_kind_benchmark(request, slug)
+        return Response([round_summary(request, r) for r in selectors.rounds_of(b)])
+
+    @extend_schema(request={"multipart/form-data": s.RoundOpenSerializer},
+                   responses={201: s.RoundDetailSerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
+                   summary="Open the next round with a universe (staff)")
+    def post(self, request, slug):
+        b = _round_kind_benchmark(request, slug)
+        upload = request.FILES.get("universe")
+        if upload is None:
+            return error_response([RowError("send the universe file (multipart field 'universe')",
+                                            column="universe")], 400)
+        closes_at = None
+        if request.data.get("closes_at"):
+            closes_at = parse_datetime(request.data["closes_at"])
+            if closes_at is None or closes_at.tzinfo is None:
+                return error_response([RowError("closes_at must be an ISO 8601 time with a zone",
+                                                column="closes_at")], 400)
+        try:
+            r = round_open(benchmark=b, data=upload.read(), filename=upload.name, closes_at=closes_at,
+                           track=request.data.get("track", ""), user=request.user)
+        except SubmissionRejected as exc:
+            return _refused(exc)
+        return Response(round_detail(request, selectors.round_of(b, r.number)), status=status.HTTP_201_CREATED)
+
+
+class RoundDetail(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses=s.RoundDetailSerializer, summary="One round: truth versions, audit list after close")
+    def get(self, request, slug, n):
+        return Response(round_detail(request, _round(request, slug, n)))
+
+
+class RoundUniverse(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses={(200, "text/csv"): bytes}, summary="The round's universe, as the organiser uploaded it")
+    def get(self, request, slug, n):
+        r = _round(request, slug, n)
+        if not r.universe:
+            raise Http404("this round has no universe file")
+        response = FileResponse(r.universe.open("rb"), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{r.benchmark.slug}-round-{r.number}-universe.csv"'
+        return response
+
+
+class RoundClose(APIView):
+    permission_classes = [IsStaff]
+
+    @extend_schema(request=None, responses={200: s.RoundDetailSerializer, 409: s.ErrorsSerializer},
+                   summary="Close the round (staff)")
+    def post(self, request, slug, n):
+        r = _round(request, slug, n)
+        try:
+            round_close(round_=r)
+        except SubmissionRejected as exc:
+            return _refused(exc)
+        return Response(round_detail(request, selectors.round_of(r.benchmark, n)))
+
+
+class RoundStakes(APIView):
+    permission_classes = [IsStaff]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request={"multipart/form-data": s.FileSerializer},
+                   responses={200: {"type": "object"}, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer},
+                   summary="Replace the round's stakes from a CSV entrant,stake (staff)")
+    def post(self, request, slug, n):
+        r = _round(request, slug, n)
+        upload = request.FILES.get("file")
+        if upload is None:
+            return error_response([RowError("send the stakes CSV (multipart field 'file')", column="file")], 400)
+        try:
+            count = stakes_load(round_=r, data=upload.read(), filename=upload.name)
+        except SubmissionRejected as exc:
+            return _refused(exc)
+        return Response({"round": r.number, "stakes": count})
+
+
+class RoundTruth(APIView):
+    permission_classes = [IsStaff]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request={"multipart/form-data": s.RoundTruthSerializer},
+                   responses={202: s.TruthVersionSerializer, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer},
+                   summary="A new truth version (final, or interim with as_of); scored asynchronously (staff)")
+    def post(self, request, slug, n):
+        r = _round(request, slug, n)
+        upload = request.FILES.get("file")
+        if upload is None:
+            return error_response([RowError("send the truth file (multipart field 'file')", column="file")], 400)
+        interim = str(request.data.get("interim", "")).lower() in ("1", "true", "yes", "on")
+        as_of = None
+        if request.data.get("as_of"):
+            as_of = parse_date(request.data["as_of"])
+            if as_of is None:
+                return error_response([RowError("as_of must be a date YYYY-MM-DD", column="as_of")], 400)
+        try:
+            v = round_truth_load(round_=r, data=upload.read(), filename=upload.name, final=not interim, as_of=as_of,
+                                 user=request.user)
+        except SubmissionRejected as exc:
+            return _refused(exc)
+        return Response({"version": v.version, "interim": not v.is_final, "as_of": v.as_of, "scored": False},
+                        status=status.HTTP_202_ACCEPTED)
+
+
+def round_board_rows(page) -> list[dict]:
+    return [{"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+             "provisional": r.provisional, "as_of": r.as_of, "audit_hash": r.submission.audit_hash,
+             "updated_at": r.updated_at} for r in page.rows]
+
+
+class RoundLeaderboard(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(parameters=PAGING_PARAMETERS, responses={200: s.RoundBoardSerializer, 400: s.ErrorsSerializer},
+                   summary="The round's board: provisional values carry the date of their snapshot")
+    def get(self, request, slug, n):
+        r = _round(request, slug, n)
+        paging, error = paging_or_error(request)
+        if error:
+            return error
+        page = selectors.round_board_page(r, page=paging[0], page_size=paging[1])
+        return board_answer(request, page, round_board_rows(page), round=r.number,
+                            ranking_metric=r.benchmark.kind_impl.ranking_metric_for(r.benchmark.config))
+
+
+class RoundHistory(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(parameters=[OpenApiParameter("entrant", str, many=True, description="only these entrants"),
+                               OpenApiParameter("format", str, enum=["json", "csv"])],
+                   responses=s.HistorySerializer, summary="Every entrant's scores per truth version")
+    def get(self, request, slug, n):
+        r = _round(request, slug, n)
+        names = request.query_params.getlist("entrant") or None
+        history = selectors.round_history(r, entrant_names=names)
+        if request.query_params.get("format") == "csv":
+            rows = [{"entrant": e["entrant"], "version": p["version"], "as_of": p["as_of"], "interim": p["interim"],
+                     **p["metrics"]} for e in history for p in e["points"]]
+            return csv_response(rows, f"{r.benchmark.slug}-round-{r.number}-history.csv")
+        return Response({"round": r.number, "entrants": history})

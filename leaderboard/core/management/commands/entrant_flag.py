@@ -1,0 +1,17 @@
+from django.core.management.base import BaseCommand
+
+from leaderboard.core.management.commands._rounds import refused_as_command_error
+from leaderboard.core.services.round_engine import entrant_flag
+
+
+class Command(BaseCommand):
+    help = "Mark an entrant as a benchmark model (it counts in the benchmark meta model), or not."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--benchmark-model", choices=["on", "off"], required=True)
+
+    def handle(self, *args, name, benchmark_model, **options):
+        with refused_as_command_error(f"entrant_flag {name}"):
+            entrant = entrant_flag(name=name, benchmark_model=benchmark_model == "on")
+        self.stdout.write(f"{entrant.name}: benchmark model {'on' if entrant.is_benchmark_model else 'off'}")

@@ -1,0 +1,225 @@
+"""Reading an uploaded CSV (or text) file, the same way for every kind.
+
+Every kind's upload, universe, truth and bundle file passes through here, so
+the rules cannot drift apart between kinds:
+
+* size: over the cap is refused before anything else (``too_large``);
+* what the file is: an Excel workbook or ZIP archive, a gzip file, UTF-32,
+  binary data (NUL bytes) are refused with a message saying what to do;
+* encoding: UTF-8 with or without a byte-order mark; UTF-16 with a BOM (the
+  BOM makes it unambiguous); anything else is refused naming the byte and line;
+* rows: numbered as a spreadsheet shows them (the header is row 1), a line
+  longer than a valid row could be is never split into fields, and the error
+  list is capped (``ErrorList``).
+"""
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from scoring.errors import ErrorList, RowError, ValidationFailed
+
+MAX_CELL_CHARS = 256  # no id or number needs more; bounds every message and row
+
+
+def show(value: str, limit: int = 40) -> str:
+    """A value as quoted in a message, cut short, unprintable characters replaced."""
+    s = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in str(value)[: limit + 1])
+    return repr(s if len(s) <= limit else s[:limit] + "…")
+
+
+def check_size(data: bytes, limit: int, *, file: str | None = None) -> None:
+    """Refuse (``too_large``) a file over ``limit`` bytes."""
+    if len(data) > limit:
+        raise ValidationFailed(
+            [RowError(f"the file is {len(data):,} bytes; the limit is {limit:,} bytes ({limit / 1048576:g} MB)",
+                      file=file)], too_large=True)
+
+
+def decode(data: bytes, errs: ErrorList) -> str | None:
+    """Bytes to text, or None after adding one error saying what the file is instead.
+
+    UTF-8 with or without a byte-order mark is read as is. UTF-16 with a BOM is
+    decoded too. UTF-32, UTF-16 without a BOM, other encodings (Latin-1...),
+    binary and compressed files are refused with a message telling the user to
+    save as CSV UTF-8. The returned text has no BOM.
+    """
+    if data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        errs.add("this is an Excel workbook or a ZIP archive, not a CSV file; save or export it as CSV (UTF-8)")
+        return None
+    if data.startswith(b"\x1f\x8b"):
+        errs.add("this is a gzip-compressed file; upload the plain CSV file")
+        return None
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        errs.add("the file is encoded as UTF-32; save it as CSV UTF-8")
+        return None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            errs.add("the file starts like UTF-16 text but is not valid UTF-16; save it as CSV UTF-8")
+            return None
+        if "\x00" in text:
+            errs.add("the file contains NUL characters: it is binary data, not a CSV text file")
+            return None
+        return text.lstrip("\ufeff")
+    if b"\x00" in data:
+        head = data[:4096]
+        if head.count(0) * 3 >= len(head):  # every other byte NUL: UTF-16 text without a BOM
+            errs.add("the file seems to be UTF-16 text without a byte-order mark; save it as CSV UTF-8")
+        else:
+            errs.add("the file contains NUL bytes: it is binary data, not a CSV text file")
+        return None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        errs.add(
+            f"the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start:,} cannot be decoded); "
+            "save it as CSV UTF-8",
+            row=line,
+        )
+        return None
+
+
+class Lines:
+    """Iterates the lines of a text for csv.reader, hiding lines too long to be a valid row.
+
+    A line over ``limit`` characters is replaced by an empty line and recorded
+    in ``overlong`` (line number -> (characters, comma count + 1)), so the csv
+    module never splits a 10 MB line into millions of fields.
+    """
+
+    # A line and its ending (\r\n, \n or a lone \r, as csv expects). Matching
+    # walks the text once; io.StringIO would hold a 4-bytes-per-character copy.
+    _LINE = re.compile(r"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+")
+
+    def __init__(self, text: str, limit: int):
+        self._it = self._LINE.finditer(text)
+        self.limit = limit
+        self.lineno = 0
+        self.overlong: dict[int, tuple[int, int]] = {}
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._it).group()
+        self.lineno += 1
+        if len(line) > self.limit:
+            self.overlong[self.lineno] = (len(line.rstrip("\r\n")), line.count(",") + 1)
+            return "\n"
+        return line
+
+
+@dataclass
+class Table:
+    """A CSV file's header (stripped names) and its rows: (spreadsheet row number, cells)."""
+
+    header: list[str]
+    rows: list[tuple[int, list[str]]]
+
+    def position(self) -> dict[str, int]:
+        return {name: i for i, name in reversed(list(enumerate(self.header)))}
+
+
+def read_table(data: bytes, *, errs: ErrorList, max_bytes: int, required: Sequence[str] = (),
+               optional: Sequence[str] = (), prefixes: Sequence[str] = (), what: str = "row") -> Table:
+    """Read a whole CSV upload into a Table, or raise ValidationFailed with every problem found.
+
+    The header must hold every ``required`` column once; it may hold the
+    ``optional`` ones and any column starting with one of ``prefixes``. Blank
+    lines are skipped; a row with the wrong number of cells, or too long to be
+    a valid row, is an error naming its row. ``errs.file`` names the file in
+    every message.
+    """
+    check_size(data, max_bytes, file=errs.file)
+    if not data or data.isspace():
+        errs.add(f"the file is empty; expected a header row ({', '.join(required)}) and one {what} per line")
+        errs.raise_if_any()
+    text = decode(data, errs)
+    if text is None:
+        errs.raise_if_any()
+    header_line = next(Lines._LINE.finditer(text), None)  # how wide a row may be
+    if header_line is None or not header_line.group().strip():
+        errs.add("the first row (the header) is blank", row=1)
+        errs.raise_if_any()
+    header_width = header_line.group().count(",") + 1
+    lines = Lines(text, limit=max(len(header_line.group()), (MAX_CELL_CHARS + 3) * header_width + 64))
+    reader = csv.reader(lines)
+    try:
+        header = [h.strip() for h in next(reader)]
+    except csv.Error as exc:
+        errs.add(f"cannot read the header as CSV: {exc}", row=1)
+        errs.raise_if_any()
+    allowed = set(required) | set(optional)
+    want = ", ".join(list(required) + list(optional) + [f"{p}*" for p in prefixes])
+    seen: set[str] = set()
+    for i, name in enumerate(header):
+        if not name:
+            errs.add(f"column {i + 1} of the header has no name; the columns are {want}", row=1)
+        elif name in seen:
+            errs.add(f"column {show(name)} appears more than once", row=1, column=name[:100])
+        elif name not in allowed and not name.startswith(tuple(prefixes)):
+            lower = {c.lower(): c for c in allowed}
+            hint = f" (did you mean {lower[name.lower()]!r}?)" if name.lower() in lower else ""
+            if len(header) == 1 and (";" in name or "\t" in name):
+                hint = f" (columns must be separated by commas, not {'semicolons' if ';' in name else 'tabs'})"
+            errs.add(f"unexpected column {show(name)}{hint}; the columns are {want}", row=1, column=name[:100])
+        seen.add(name)
+    for name in required:
+        if name not in seen:
+            errs.add(f"missing column {name!r}", row=1, column=name)
+    errs.raise_if_any()
+
+    rows: list[tuple[int, list[str]]] = []
+    width = len(header)
+    while True:
+        start = lines.lineno + 1
+        try:
+            rec = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            errs.add(f"cannot read this row as CSV ({exc}); is a quote left open?", row=start)
+            break
+        if len(errs.items) >= errs.cap:
+            errs.add("checking stopped here after too many problems", row=start)
+            break
+        if start in lines.overlong:
+            chars, fields = lines.overlong[start]
+            errs.add(f"row is {chars:,} characters long with about {fields:,} cells; a row holds {width} short cells",
+                     row=start)
+            continue
+        if not any(c.strip() for c in rec):
+            continue
+        if len(rec) != width:
+            hint = " (a trailing comma?)" if len(rec) == width + 1 and not rec[-1].strip() else ""
+            errs.add(f"row has {len(rec)} cells but the header has {width}{hint}", row=start)
+            continue
+        rows.append((start, rec))
+    if not rows and not errs:
+        errs.add(f"the file has a header but no {what}s")
+    return Table(header, rows)
+
+
+def number(raw: str) -> tuple[float | None, str | None]:
+    """A CSV cell as a finite float: (value, None), or (None, a message). An empty cell is a message too."""
+    s = raw.strip()
+    if not s:
+        return None, "empty cell; expected a number"
+    if len(s) > MAX_CELL_CHARS:
+        return None, f"cell is {len(s):,} characters long; expected a number"
+    try:
+        v = float(s)
+    except ValueError:
+        return None, f"{show(s)} is not a number"
+    if v != v:
+        return None, "NaN is not allowed; expected a number"
+    if v in (float("inf"), float("-inf")):
+        return None, f"{show(s)} is infinite; expected a finite number"
+    return v, None

@@ -1,0 +1,439 @@
+"""Kind ``signals``: Numerai-Signals-style rounds (spec/signals-definitions.txt).
+
+A round opens with a universe of ids (optionally ``feature_*`` columns, for
+FNC). A submission is ``id,prediction``: every universe id once, a finite
+prediction in [0, 1]. Truth is ``id,target`` (binned 0, .25, .5, .75, 1), plus
+any extra target columns named in config; interim snapshots have the same shape.
+
+Each truth version scores the whole round in one call of
+``scoring.rounds.score_signals_round`` (numerai-tools 0.7.2 semantics, each
+submission on its own): corr, mmc (against the stake-weighted meta model of the
+round's counted submissions), bmc (against the benchmark models' meta model),
+fnc (when the universe has features), cwmm, mcwnm, apcwnm. An extra target
+adds ``corr_<name>`` (one more call, corr only). Standings: the mean of each
+metric over the last ``standings_window`` resolved rounds an entrant took part in.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoring import csvfile
+from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.kinds import register
+from scoring.kinds.base import (
+    Case,
+    CaseSet,
+    Column,
+    MetricSpec,
+    RoundInputs,
+    RoundKind,
+    RoundOutcome,
+    RoundResult,
+    RoundSubmission,
+    RoundTruth,
+    Standing,
+    Standings,
+    Universe,
+)
+from scoring.rounds import SIGNALS_METRICS, percentile_ranks, rank_codes, score_signals_round, signed_power
+
+ID, PREDICTION, TARGET = "id", "prediction", "target"
+FEATURE_PREFIX = "feature_"
+MAX_ID_CHARS = 100
+MAX_LISTED_MISSING = 20
+DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+DEFAULT_UNIVERSE_BYTES = 50 * 1024 * 1024
+
+METRICS = (
+    MetricSpec("corr", "CORR", True, "{:.4f}", "numerai corr: Pearson of pow1.5(gaussianized rank) with "
+                                               "pow1.5(centred target)"),
+    MetricSpec("mmc", "MMC", True, "{:.4f}", "meta model contribution: covariance of the target with the "
+                                             "predictions orthogonalized to the stake-weighted meta model"),
+    MetricSpec("bmc", "BMC", True, "{:.4f}", "benchmark model contribution: as MMC, against the benchmark "
+                                             "models' meta model"),
+    MetricSpec("fnc", "FNC", True, "{:.4f}", "feature neutral corr: numerai corr after neutralizing the "
+                                             "predictions to the universe's features"),
+    MetricSpec("cwmm", "CWMM", False, "{:.4f}", "correlation with the meta model (lower: more original)"),
+    MetricSpec("mcwnm", "MCWNM", False, "{:.4f}", "maximum correlation with another submission of the round"),
+    MetricSpec("apcwnm", "APCWNM", False, "{:.4f}", "average correlation with the other submissions of the round"),
+)
+
+
+def _config_error(key: str, message: str) -> RowError:
+    return RowError(f"config key {key!r}: {message}", column=key, file="benchmark.json")
+
+
+@register
+class SignalsKind(RoundKind):
+    name = "signals"
+    label = "Signals rounds (numerai corr, MMC)"
+    metrics = METRICS
+    ranking_metric = "corr"
+    submission_formats = ("csv",)
+    round_template = "core/kinds/signals_round.html"
+
+    # -- configuration ------------------------------------------------------
+    def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
+        config = dict(config or {})
+        errors: list[RowError] = []
+        allowed = {"rank_by", "standings_window", "extra_targets", "max_upload_bytes"}
+        for key in config:
+            if key not in allowed:
+                errors.append(_config_error(str(key), f"unknown key; allowed: {', '.join(sorted(allowed))}"))
+        extra = config.get("extra_targets", [])
+        if not isinstance(extra, list) or not all(isinstance(t, str) and t.strip() == t and t for t in extra):
+            errors.append(_config_error("extra_targets", 'must be a list of column names, e.g. ["target_60"]'))
+            extra = []
+        for t in extra:
+            if t in (ID, TARGET) or not t.replace("_", "").isalnum() or len(t) > 60:
+                errors.append(_config_error("extra_targets", f"{t!r} is not a usable column name"))
+        if len(set(extra)) != len(extra):
+            errors.append(_config_error("extra_targets", "names a column twice"))
+        names = [m.name for m in METRICS] + [f"corr_{t}" for t in extra]
+        rank_by = config.get("rank_by", "corr")
+        if rank_by not in names:
+            errors.append(_config_error("rank_by", f"must be one of {', '.join(names)}; got {rank_by!r}"))
+        window = config.get("standings_window", 20)
+        if not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 1000:
+            errors.append(_config_error("standings_window", f"must be a whole number of rounds, 1 to 1000; got {window!r}"))
+        cap = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
+        if not isinstance(cap, int) or isinstance(cap, bool) or not 1024 <= cap <= 100 * 1024 * 1024:
+            errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 104857600; got {cap!r}"))
+        if errors:
+            raise ValidationFailed(errors)
+        return {"rank_by": rank_by, "standings_window": window, "extra_targets": list(extra),
+                "max_upload_bytes": cap}
+
+    def ranking_metric_for(self, config: Mapping[str, Any]) -> str:
+        return self.validate_config(config)["rank_by"]
+
+    def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+        extra = self.validate_config(config)["extra_targets"]
+        return METRICS + tuple(MetricSpec(f"corr_{t}", f"CORR {t}", True, "{:.4f}",
+                                          f"numerai corr against {t}") for t in extra)
+
+    def metric(self, name: str) -> MetricSpec:
+        for m in METRICS:
+            if m.name == name:
+                return m
+        if name.startswith("corr_"):
+            return MetricSpec(name, f"CORR {name[5:]}", True, "{:.4f}")
+        raise KeyError(name)
+
+    def chart_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        return ("corr", "mmc")
+
+    def leaderboard_note(self, config: Mapping[str, Any]) -> str:
+        cfg = self.validate_config(config)
+        return (f"Standings: the mean of each metric over the last {cfg['standings_window']} resolved rounds "
+                f"an entrant took part in, ranked by {self.metric(cfg['rank_by']).label}.")
+
+    # -- universe -------------------------------------------------------------
+    def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:
+        """``id`` plus optional ``feature_*`` columns (finite numbers): each id once."""
+        errs = ErrorList(file=filename or "universe.csv")
+        table = csvfile.read_table(data, errs=errs, max_bytes=DEFAULT_UNIVERSE_BYTES, required=(ID,),
+                                   prefixes=(FEATURE_PREFIX,), what="id")
+        pos = table.position()
+        features = [h for h in table.header if h.startswith(FEATURE_PREFIX)]
+        seen: dict[str, int] = {}
+        cases: list[Case] = []
+        for row, rec in table.rows:
+            cid = rec[pos[ID]].strip()
+            ok = True
+            if not cid:
+                errs.add("empty id", row, ID)
+                ok = False
+            elif len(cid) > MAX_ID_CHARS or not cid.isprintable() or "," in cid:
+                errs.add(f"an id is at most {MAX_ID_CHARS} printable characters without commas; got {csvfile.show(cid)}",
+                         row, ID)
+                ok = False
+            elif cid in seen:
+                errs.add(f"duplicate id {cid!r} (first in row {seen[cid]})", row, ID)
+                ok = False
+            else:
+                seen[cid] = row
+            public: dict[str, float] = {}
+            for f in features:
+                value, message = csvfile.number(rec[pos[f]])
+                if message:
+                    errs.add(message, row, f)
+                    ok = False
+                else:
+                    public[f] = value
+            if ok:
+                cases.append(Case(cid, "public", public))
+        errs.raise_if_any()
+        return CaseSet(cases)
+
+    # -- submissions ----------------------------------------------------------
+    def parse_round_submission(self, data: bytes, *, filename: str, universe: Universe,
+                               config: Mapping[str, Any]) -> RoundSubmission:
+        """``id,prediction``: every universe id exactly once, predictions finite in [0, 1]."""
+        cfg = self.validate_config(config)
+        errs = ErrorList()
+        table = csvfile.read_table(data, errs=errs, max_bytes=cfg["max_upload_bytes"], required=(ID, PREDICTION),
+                                   what="prediction")
+        pos = table.position()
+        index = universe.index
+        values = np.full(len(universe), np.nan)
+        first = np.zeros(len(universe), dtype=np.int64)
+        i_id, i_pred = pos[ID], pos[PREDICTION]
+        for row, rec in table.rows:
+            if len(errs.items) >= errs.cap:
+                break
+            cid = rec[i_id].strip()
+            at = index.get(cid)
+            if at is None:
+                errs.add(f"unknown id {csvfile.show(cid)}: not in this round's universe" if cid else "empty id",
+                         row, ID)
+            elif first[at]:
+                errs.add(f"duplicate id {cid!r} (first in row {first[at]})", row, ID)
+                at = None
+            else:
+                first[at] = row
+            raw = rec[i_pred]
+            try:
+                v = float(raw)
+            except ValueError:
+                v, message = csvfile.number(raw)
+            else:
+                message = None if 0.0 <= v <= 1.0 else (
+                    "NaN is not allowed; expected a number in [0, 1]" if v != v
+                    else f"{csvfile.show(raw.strip())} is outside [0, 1]")
+            if message:
+                errs.add(message, row, PREDICTION)
+            elif at is not None:
+                values[at] = v
+        missing = np.flatnonzero(first == 0)
+        if len(missing) and not errs.dropped:
+            for at in missing[:MAX_LISTED_MISSING]:
+                errs.add(f"no row for id {universe.ids[at]!r}: every id of the universe needs a prediction",
+                         None, ID)
+            if len(missing) > MAX_LISTED_MISSING:
+                errs.add(f"... and {len(missing) - MAX_LISTED_MISSING} more ids have no row "
+                         f"({len(missing)} of {len(universe)} missing)", None, ID)
+        errs.raise_if_any()
+        return RoundSubmission(values[:, None], (PREDICTION,))
+
+    def format_help(self, config: Mapping[str, Any]) -> str:
+        cfg = self.validate_config(config)
+        mb = cfg["max_upload_bytes"] / 1048576
+        extra = "".join(f", `corr_{t}` (against `{t}`)" for t in cfg["extra_targets"])
+        return "\n".join([
+            "### Submission format",
+            "",
+            "Each round has its own universe of ids (download it from the round's page or "
+            "`GET /api/benchmarks/{slug}/rounds/{n}/universe/`). Upload a CSV (UTF-8) with exactly two columns:",
+            "",
+            "```",
+            "id,prediction",
+            "```",
+            "",
+            "- every id of the open round's universe exactly once, no other id;",
+            "- `prediction`: a finite number in [0, 1] (only the order matters: predictions are ranked);",
+            f"- at most {mb:g} MB. A rejected file lists every problem with its row (the header is row 1) "
+            "and column, and does not count against the daily limit.",
+            "",
+            "Your latest accepted upload before the round closes is the one that counts; earlier ones stay in "
+            "your history, marked replaced.",
+            "",
+            "### Scoring",
+            "",
+            "When the organiser loads the round's targets (dated interim snapshots, then the final one), every "
+            "counted submission of the round is scored at once, as numerai-tools 0.7.2 scores it: `corr` "
+            "(numerai corr), `mmc` (contribution to the stake-weighted meta model), `bmc` (to the benchmark "
+            "models' meta model), `fnc` (feature neutral corr, when the universe has features), `cwmm`, "
+            f"`mcwnm`, `apcwnm`{extra}. Interim scores are provisional and dated. The round ranks by "
+            f"`{cfg['rank_by']}`; the standings average each metric over your last "
+            f"{cfg['standings_window']} resolved rounds.",
+        ]) + "\n"
+
+    def example_submission(self, cases: CaseSet, config: Mapping[str, Any]) -> tuple[str, bytes]:
+        import zlib
+
+        lines = ["id,prediction"]
+        for c in cases.cases:
+            lines.append(f"{c.case_id},{zlib.crc32(c.case_id.encode()) / 2**32:.6f}")
+        return "example_submission.csv", ("\n".join(lines) + "\n").encode()
+
+    # -- truth ------------------------------------------------------------------
+    def truth_columns(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        return (TARGET, *self.validate_config(config)["extra_targets"])
+
+    def parse_truth(self, data: bytes, *, filename: str, universe: Universe, config: Mapping[str, Any],
+                    final: bool, as_of=None) -> RoundTruth:
+        """``id,target`` (+ the extra target columns): ids of the universe at most once; an empty
+        cell means no target for that id (it is not scored)."""
+        columns = self.truth_columns(config)
+        errs = ErrorList(file=filename or "truth.csv")
+        table = csvfile.read_table(data, errs=errs, max_bytes=DEFAULT_UNIVERSE_BYTES, required=(ID, *columns),
+                                   what="id")
+        pos = table.position()
+        values = np.full((len(universe), len(columns)), np.nan)
+        first: dict[int, int] = {}
+        for row, rec in table.rows:
+            cid = rec[pos[ID]].strip()
+            at = universe.index.get(cid)
+            if at is None:
+                errs.add(f"unknown id {csvfile.show(cid)}: not in this round's universe" if cid else "empty id",
+                         row, ID)
+            elif at in first:
+                errs.add(f"duplicate id {cid!r} (first in row {first[at]})", row, ID)
+                at = None
+            else:
+                first[at] = row
+            for j, col in enumerate(columns):
+                raw = rec[pos[col]]
+                if not raw.strip():
+                    continue
+                value, message = csvfile.number(raw)
+                if message:
+                    errs.add(message, row, col)
+                elif at is not None:
+                    values[at, j] = value
+        if not errs and np.isnan(values[:, 0]).all():
+            errs.add(f"no id has a {TARGET}: nothing could be scored")
+        errs.raise_if_any()
+        return RoundTruth(values, columns, final=final, as_of=as_of)
+
+    # -- scoring ------------------------------------------------------------------
+    def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
+        notes: list[str] = []
+        ids = pd.Index(inputs.universe.ids)
+        names = pd.Index([str(k) for k in inputs.keys])
+        n = len(names)
+        if n == 0:
+            return RoundOutcome([], ["no counted submissions"])
+        # ids x submissions without copying the (submissions, ids) block.
+        frame = pd.DataFrame(np.ascontiguousarray(inputs.values[:, :, 0]).T, index=ids, columns=names, copy=False)
+        truth = inputs.truth
+        target = pd.Series(truth.column(TARGET), index=ids).dropna()
+
+        stakes = inputs.stakes
+        if stakes is None or not np.isfinite(stakes).all() or stakes.sum() <= 0:
+            notes.append("No stakes were loaded for this round: the meta model weighs every counted "
+                         "submission equally." if stakes is None else
+                         "The stakes of this round's submissions sum to zero: the meta model weighs every "
+                         "counted submission equally.")
+            weights = np.ones(n)
+        else:
+            weights = np.asarray(stakes, dtype=np.float64)
+        stake_series = pd.Series(weights, index=names)
+
+        wanted = ["corr", "mmc", "cwmm", "mcwnm", "apcwnm"]
+        kwargs: dict[str, Any] = {"stakes": stake_series}
+        bm = np.asarray(inputs.benchmark_models, dtype=bool)
+        if bm.any():
+            bm_weights = weights[bm] if weights[bm].sum() > 0 else np.ones(int(bm.sum()))
+            kwargs["benchmark_stakes"] = pd.Series(bm_weights, index=names[bm])
+            wanted.insert(2, "bmc")
+        else:
+            notes.append("No benchmark models took part in this round: BMC is not available.")
+        features = {k: v for k, v in inputs.universe.columns.items() if k.startswith(FEATURE_PREFIX)}
+        if features:
+            kwargs["features"] = pd.DataFrame(features, index=ids)
+            wanted.insert(3, "fnc")
+        else:
+            notes.append("The universe has no feature columns: FNC is not available.")
+        result = score_signals_round(frame, target, metrics=tuple(m for m in SIGNALS_METRICS if m in wanted),
+                                     **kwargs)
+        scores = result.scores
+        extra_scores = {}
+        for j, col in enumerate(truth.columns[1:], start=1):
+            extra_target = pd.Series(truth.values[:, j], index=ids).dropna()
+            if len(extra_target):
+                extra_scores[f"corr_{col}"] = score_signals_round(frame, extra_target, metrics=("corr",)).scores["corr"]
+        if result.problems:
+            notes.append(f"{len(result.problems)} score(s) were not computed (too little overlap with the target "
+                         "or meta model); they show as n/a.")
+        out: list[dict[str, float | None]] = []
+        columns = {name: scores[name].to_numpy() for name in scores.columns}
+        columns.update({name: s.to_numpy() for name, s in extra_scores.items()})
+        for i in range(n):
+            out.append({name: _num(values[i]) for name, values in columns.items()})
+        return RoundOutcome(out, notes)
+
+    # -- the per-id debug table -------------------------------------------------
+    def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
+        return (
+            Column("id", "id", "{}"),
+            Column("prediction", "prediction", "{:.6f}", "your value"),
+            Column("gaussianized_rank", "gaussianized rank", "{:.4f}",
+                   "inverse normal CDF of (tie-kept rank - 0.5) / n, over the ids with a target"),
+            Column("target", "target", "{:.4g}"),
+            Column("contribution", "contribution to corr", "{:+.6f}",
+                   "this id's term of the Pearson correlation behind corr; the column sums to corr"),
+        )
+
+    def round_case_rows(self, values: np.ndarray, *, universe: Universe, truth: RoundTruth,
+                        config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """id, prediction, gaussianized rank, target and contribution to corr, per universe id.
+
+        Ranks are taken over the ids that have a target (those corr is computed on);
+        ``contribution`` is each id's term of the Pearson correlation of
+        pow1.5(gaussianized rank) with pow1.5(target centred over all its ids), so
+        the column sums to the submission's corr.
+        """
+        prediction = np.asarray(values, dtype=np.float64).reshape(-1)
+        target = truth.column(TARGET)
+        scored = ~np.isnan(target) & ~np.isnan(prediction)
+        gauss = np.full(len(prediction), np.nan)
+        contribution = np.full(len(prediction), np.nan)
+        if scored.sum() >= 2:
+            codes, counts, constant = rank_codes(prediction[scored][None, :])
+            from scipy.special import ndtri
+
+            g = ndtri(percentile_ranks(codes, counts)[0])
+            gauss[scored] = g
+            if not constant[0]:
+                t = target[~np.isnan(target)]
+                tt = signed_power(target[scored] - t.mean())
+                s = signed_power(g)
+                sc, tc = s - s.mean(), tt - tt.mean()
+                denom = math.sqrt(float(sc @ sc) * float(tc @ tc))
+                if denom > 0:
+                    contribution[scored] = sc * tc / denom
+        return [
+            {"id": cid, "prediction": _num(prediction[i]), "gaussianized_rank": _num(gauss[i]),
+             "target": _num(target[i]), "contribution": _num(contribution[i])}
+            for i, cid in enumerate(universe.ids)
+        ]
+
+    # -- standings ------------------------------------------------------------------
+    def standings(self, results: Sequence[RoundResult], config: Mapping[str, Any]) -> Standings:
+        """Per entrant: the mean of each metric over its last ``standings_window`` resolved rounds
+        (newest first in ``results``), n/a values left out of a mean; ranked by ``rank_by``."""
+        cfg = self.validate_config(config)
+        window, rank_by = cfg["standings_window"], cfg["rank_by"]
+        taken: dict[Any, list[RoundResult]] = {}
+        for result in results:
+            for entrant in result.metrics:
+                rounds = taken.setdefault(entrant, [])
+                if len(rounds) < window:
+                    rounds.append(result)
+        rows = []
+        for entrant, rounds in taken.items():
+            sums: dict[str, list[float]] = {}
+            for r in rounds:
+                for name, value in r.metrics[entrant].items():
+                    if value is not None and math.isfinite(value):
+                        sums.setdefault(name, []).append(value)
+                    else:
+                        sums.setdefault(name, [])
+            means = {name: (sum(v) / len(v) if v else None) for name, v in sums.items()}
+            first_at = min(r.received_at[entrant] for r in rounds)
+            rows.append(Standing(entrant, means.get(rank_by), means, len(rounds), first_at))
+        return Standings(rows)
+
+
+def _num(v: Any) -> float | None:
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
