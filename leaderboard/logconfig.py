@@ -32,13 +32,16 @@ class RequestIdFilter(logging.Filter):
 
 
 class QuietRoutineFilter(logging.Filter):
-    """Drops Celery's INFO lines about the periodic sweep (sent, received, succeeded: six a minute).
+    """Drops Celery's INFO lines about the periodic jobs (sent, received, succeeded: several a minute).
 
-    The sweep says itself when it did something (``leaderboard.submissions``
-    "sweep: ..."); with LOG_LEVEL=DEBUG it also says when it found nothing.
+    The jobs say themselves when they did something (``leaderboard.submissions``
+    "sweep: ...", ``leaderboard.rounds`` "round N closed at its closes_at",
+    "sweep: N truth versions requeued"); with LOG_LEVEL=DEBUG the sweep also says
+    when it found nothing.
     """
 
-    ROUTINE = ("sweep_stuck_submissions", "sweep-stuck-submissions")
+    ROUTINE = ("sweep_stuck_submissions", "sweep-stuck-submissions", "sweep_round_versions",
+               "sweep-round-versions", "close_due_rounds", "close-due-rounds")
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno != logging.INFO or not record.name.startswith("celery"):

@@ -375,10 +375,10 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         lines.append({"name": name, "points": " ".join(f"{px},{py}" for px, py in pts), "colour": colour,
                       "dash": dash, "dots": [{"x": px, "y": py} for px, py in pts]})
         labels.append({"name": name, "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": colour})
-    # Keep end labels apart (at least 12 units), in the order of their lines' ends.
+    # Keep end labels apart (at least 15 units: a label is 12 high), in the order of their lines' ends.
     labels.sort(key=lambda lab: lab["y"])
     for i in range(1, len(labels)):
-        labels[i]["y"] = max(labels[i]["y"], labels[i - 1]["y"] + 12)
+        labels[i]["y"] = max(labels[i]["y"], labels[i - 1]["y"] + 15)
     for lab in labels:
         lab["y"] = round(lab["y"] + 4, 2)
     x_ticks = [{"x": x(i), "label": str(versions[v]["as_of"] or ("final" if not versions[v]["interim"] else f"v{v}")),

@@ -90,3 +90,21 @@ def test_round_page_chart_and_an_upload_to_the_open_round(live_server, page, rou
     page.goto(f"{base}/b/{bench.slug}/rounds/2/")
     assert re.match(r"\(in (2 d|3 d|2 days|3 days)", page.locator("[data-role=countdown]").inner_text())
     assert page.console_errors == [], page.console_errors
+
+
+def test_round_pages_fit_390_px(live_server, chromium, rounds):
+    """The round benchmark page and a resolving round's page (chart, numbers, audit list) at
+    390 px: wide tables scroll in their own frame, the document never sideways."""
+    bench, _ = rounds
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    page = context.new_page()
+    try:
+        widths = {}
+        for path in (f"/b/{bench.slug}/", f"/b/{bench.slug}/rounds/1/", f"/b/{bench.slug}/rounds/2/"):
+            page.goto(live_server.url + path)
+            page.wait_for_load_state("load")
+            widths[path] = page.evaluate(
+                "() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)")
+    finally:
+        context.close()
+    assert all(w <= 390 for w in widths.values()), widths
