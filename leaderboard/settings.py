@@ -46,6 +46,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every answer, a 500 included, carries X-Request-ID, and every log line the id.
     "leaderboard.core.middleware.RequestIdMiddleware",
+    # Every /api/ answer is JSON, a 404 for a path no route matches and a 405 included.
+    "leaderboard.core.middleware.ApiJsonErrorsMiddleware",
     "leaderboard.core.middleware.RejectControlCharactersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -144,7 +146,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "leaderboard.core.api.schema.ApiAutoSchema",
     "DEFAULT_PARSER_CLASSES": [
         "leaderboard.core.api.parsers.CheckedJSONParser",
         "rest_framework.parsers.FormParser",

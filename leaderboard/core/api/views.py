@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -119,10 +120,19 @@ class BenchmarkDetail(APIView):
         return Response(data)
 
 
-PAGING_PARAMETERS = [
-    OpenApiParameter("page", int, description="page number, from 1"),
-    OpenApiParameter("page_size", int, description="rows per page, 1 to 1,000 (default 100)"),
-]
+PAGING_PARAMETERS = [s.PagingQuerySerializer]
+
+FORMAT_PARAMETER = OpenApiParameter("format", str, enum=["json", "csv"], description="json (default) or csv")
+# A list of rows as JSON, or the same rows as CSV with ?format=csv.
+ROWS_OR_CSV = {(200, "application/json"): {"type": "array", "items": {"type": "object"}}, (200, "text/csv"): bytes}
+
+
+def wants_csv(request) -> bool:
+    """``?format=csv``; absent or ``json`` is JSON; anything else is a 400 naming the parameter."""
+    value = request.query_params.get("format")
+    if value not in (None, "json", "csv"):
+        raise ValidationError({"format": "format must be 'json' or 'csv'"})
+    return value == "csv"
 
 
 def board_answer(request, page: selectors.BoardPage, rows: list[dict], **extra) -> Response:
@@ -152,7 +162,10 @@ class Leaderboard(APIView):
         parameters=[OpenApiParameter("split", str, enum=["public", "private"],
                                      description="private only after the organiser's reveal"),
                     *PAGING_PARAMETERS],
-        responses={200: s.LeaderboardSerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
+        responses={200: PolymorphicProxySerializer("LeaderboardOrStandings",
+                                                   [s.LeaderboardSerializer, s.StandingsSerializer],
+                                                   resource_type_field_name=None),
+                   400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
         summary="Ranked leaderboard rows (standings across resolved rounds for round benchmarks)",
     )
     def get(self, request, slug):
@@ -161,6 +174,9 @@ class Leaderboard(APIView):
         if error:
             return error
         kind = b.kind_impl
+        split = request.query_params.get("split")
+        if split not in (None, "public", "private"):
+            return error_response([RowError("split must be 'public' or 'private'", column="split")], 400)
         if kind.is_round_kind:  # standings across resolved rounds
             track = request.query_params.get("track", "")
             if track and track not in kind.tracks:
@@ -170,9 +186,7 @@ class Leaderboard(APIView):
                 {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
                  "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows],
                 benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
-        split = request.query_params.get("split") or selectors.default_split(b)
-        if split not in ("public", "private"):
-            return error_response([RowError("split must be 'public' or 'private'", column="split")], 400)
+        split = split or selectors.default_split(b)
         if split == "private" and not selectors.private_visible(b, request.user):
             return error_response([RowError("the private leaderboard is not revealed yet", column="split")], 403)
         page = selectors.leaderboard_page(b, split=split, viewer=request.user, page=paging[0], page_size=paging[1])
@@ -214,7 +228,7 @@ class SubmissionCreateOrList(APIView):
         return Response([submission_dict(request, sub) for sub in subs])
 
     @extend_schema(
-        request={"multipart/form-data": s.SubmissionCreateSerializer, "application/json": s.SubmissionCreateSerializer},
+        request={"multipart/form-data": s.SubmissionFileSerializer, "application/json": s.SubmissionJsonSerializer},
         parameters=IDEMPOTENCY_KEY_PARAMETERS,
         responses={202: s.SubmissionAcceptedSerializer, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer,
                    413: s.ErrorsSerializer, 429: OpenApiResponse(s.ErrorsSerializer, description="daily limit reached; see Retry-After")},
@@ -284,8 +298,8 @@ class SubmissionCases(APIView):
     permission_classes = [permissions.IsAuthenticated]
 
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
-        responses={200: {"type": "array", "items": {"type": "object"}}},
+        parameters=[FORMAT_PARAMETER],
+        responses=ROWS_OR_CSV | {409: s.ErrorsSerializer},
         summary="Per-case debug rows the owner may see",
     )
     def get(self, request, pk):
@@ -296,7 +310,7 @@ class SubmissionCases(APIView):
                 return error_response([RowError("per-id results are shown once the round is resolved")], 409)
         else:
             rows = selectors.submission_case_rows(sub, viewer=request.user)
-        if request.query_params.get("format") == "csv":
+        if wants_csv(request):
             return csv_response(rows, f"submission-{sub.pk}-cases.csv")
         return Response(rows)
 
@@ -325,8 +339,7 @@ class Verify(APIView):
     throttle_scope = "verify"
 
     @extend_schema(
-        request={"application/json": s.SubmissionCreateSerializer,
-                 "multipart/form-data": s.SubmissionCreateSerializer},
+        request={"application/json": s.VerifyJsonSerializer, "multipart/form-data": s.VerifyFileSerializer},
         responses={200: s.VerifySerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer,
                    409: s.ErrorsSerializer},
         summary="Score predictions of the dev cases without saving them (kind impact)",
@@ -352,8 +365,8 @@ class BenchmarkCases(APIView):
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
-        responses={200: {"type": "array", "items": {"type": "object"}}},
+        parameters=[FORMAT_PARAMETER],
+        responses=ROWS_OR_CSV,
         summary="The cases of the current round: id, split (dev, or test while a ranked case's truth is "
                 "hidden) and the public inputs; never truth",
     )
@@ -361,7 +374,7 @@ class BenchmarkCases(APIView):
         b = _benchmark(request, slug)
         rows = [{"case_id": c["external_id"], "split": c["split"], **c["public"]}
                 for c in selectors.round_cases(b, selectors.leaderboard_round(b), viewer=request.user)]
-        if request.query_params.get("format") == "csv":
+        if wants_csv(request):
             return csv_response(rows, f"{b.slug}-cases.csv")
         return Response(rows)
 
@@ -370,13 +383,13 @@ class BenchmarkTraining(APIView):
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
-        responses={200: {"type": "array", "items": {"type": "object"}}},
+        parameters=[FORMAT_PARAMETER],
+        responses=ROWS_OR_CSV,
         summary="The training set: the dev cases with their public inputs and their truth (labels)",
     )
     def get(self, request, slug):
         b = _benchmark(request, slug)
         rows = selectors.training_rows(b, selectors.leaderboard_round(b))
-        if request.query_params.get("format") == "csv":
+        if wants_csv(request):
             return csv_response(rows, f"{b.slug}-training.csv")
         return Response(rows)
