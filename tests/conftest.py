@@ -103,6 +103,12 @@ def _test_settings(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def _api_answers_checked_against_the_schema(settings):
+    """Every /api/ answer a test receives must be one the OpenAPI schema declares (tests/support/openapi.py)."""
+    settings.MIDDLEWARE = ["tests.support.openapi.SchemaCheckedResponses", *settings.MIDDLEWARE]
+
+
+@pytest.fixture(autouse=True)
 def _celery_eager(request):
     """Tasks run inline unless a test talks to a real worker (marked ``worker``)."""
     from leaderboard.celery import app

@@ -121,3 +121,25 @@ def test_api_contract_schemathesis_every_check_passes(live_api, tmp_path, benchm
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-12000:]
     assert "Tested: 20" in out, out[-3000:]  # every operation of the schema ran
+
+
+def test_api_contract_hook_refuses_answers_the_schema_does_not_declare():
+    """The check every test's API answers go through (tests/support/openapi.py) catches each kind of drift."""
+    from django.http import HttpResponse, JsonResponse
+
+    from tests.support.openapi import ApiContractViolation, check_api_response
+
+    error = {"detail": "x", "errors": [{"row": None, "column": None, "message": "x"}]}
+    check_api_response("GET", "/api/benchmarks/", JsonResponse([], safe=False))
+    check_api_response("GET", "/api/benchmarks/nope/", JsonResponse(error, status=404))
+    check_api_response("GET", "/api/no-route/", JsonResponse(error, status=404))
+    bad = [
+        ("GET", "/api/benchmarks/", JsonResponse([{"slug": "a"}], safe=False)),  # fields missing
+        ("GET", "/api/benchmarks/", JsonResponse(error, status=418)),  # status not declared
+        ("GET", "/api/benchmarks/x/", JsonResponse({"detail": "x"}, status=404)),  # not the error body
+        ("GET", "/api/benchmarks/", HttpResponse("<p>hi</p>")),  # media type not declared
+        ("GET", "/api/no-route/", HttpResponse("<h1>Not Found</h1>", status=404)),  # HTML 404
+    ]
+    for method, path, response in bad:
+        with pytest.raises(ApiContractViolation):
+            check_api_response(method, path, response)
