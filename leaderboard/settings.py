@@ -135,6 +135,10 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                           "LOCATION": DATA_DIR / "cache"}}
 
+# Cached board reads (leaderboard/core/boardcache.py) are dropped when a board changes; this is only
+# the backstop for changes made outside the services.
+BOARD_CACHE_SECONDS = envint("BOARD_CACHE_SECONDS", 300)
+
 # How many reverse proxies of ours stand in front of the web server. 0: the
 # client's address is the connection's (REMOTE_ADDR) and X-Forwarded-For is
 # ignored. N: the address N entries from the right of X-Forwarded-For, the one

@@ -14,10 +14,12 @@ from django.template.loader import render_to_string
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils.decorators import method_decorator
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import presentation, selectors
+from leaderboard.core.boardcache import cached_read
 from leaderboard.core.api.auth import token_create
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
@@ -67,17 +69,25 @@ def benchmark_detail(request, slug):
         split = "public"
     page_number, page_size = selectors.board_paging(request.GET, strict=False)
     round_ = selectors.leaderboard_round(b)
-    board = selectors.leaderboard_page(b, split=split, viewer=request.user, round_=round_, page=page_number,
-                                       page_size=page_size)
     kind = b.kind_impl
+    # The board and its table are the same for every viewer allowed this split (the split was checked
+    # above), but for the rows the viewer owns, which are part of the table's key.
+    where = (round_.pk if round_ else None, split, page_number, page_size)
+    board = cached_read(b.pk, ("board", *where), lambda: selectors.leaderboard_page(
+        b, split=split, viewer=request.user, round_=round_, page=page_number, page_size=page_size))
+    mine = _ranks_owned(board, request.user)
+    columns = presentation.metric_columns(kind, b.config)
+    board_html = mark_safe(cached_read(b.pk, ("board-html", *where, mine), lambda: render_to_string(
+        "core/leaderboard_table.html", {
+            "rows": board.rows, "columns": columns, "intervals": kind.metric_intervals, "user": request.user,
+            "cells": presentation.board_cells(board.rows, columns, kind.metric_intervals),
+            "notes": presentation.leaderboard_notes(kind, b.config)})))
     return render(request, "core/benchmark_detail.html", {
         "benchmark": b,
         "kind": kind,
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
-        "rows": board.rows,
-        "cells": presentation.board_cells(board.rows, presentation.metric_columns(kind, b.config),
-                                          kind.metric_intervals),
+        "board_html": board_html,
         "board": board,
         "find_me": selectors.leaderboard_find(b, split=split, viewer=request.user, round_=round_,
                                               page_size=page_size),
@@ -95,20 +105,35 @@ def benchmark_detail(request, slug):
     })
 
 
+def _ranks_owned(board: selectors.BoardPage, viewer) -> tuple[int, ...]:
+    """The ranks on this page of the viewer's own entrants (marked in the table)."""
+    if not viewer.is_authenticated:
+        return ()
+    return tuple(r.rank for r in board.rows if r.entrant.owner_id == viewer.pk)
+
+
 def round_benchmark_detail(request, b: Benchmark):
     """A round benchmark: the standings across resolved rounds and every round with its status."""
     kind = b.kind_impl
     track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else (
         kind.tracks[0] if kind.tracks else "")
     page_number, page_size = selectors.board_paging(request.GET, strict=False)
-    board = selectors.standings_page(b, track=track, page=page_number, page_size=page_size)
+    where = (track, page_number, page_size)
+    board = cached_read(b.pk, ("standings", *where), lambda: selectors.standings_page(
+        b, track=track, page=page_number, page_size=page_size))
     columns = list(kind.board_metrics(b.config))
+    board_html = mark_safe(cached_read(b.pk, ("standings-html", *where, _ranks_owned(board, request.user)),
+                                       lambda: render_to_string("core/round_board_table.html", {
+                                 "rows": presentation.board_cells(board.rows, columns), "columns": columns,
+                                 "standings": True, "user": request.user,
+                                 "empty": "No round is resolved yet: the standings appear once the first final "
+                                          "truth is scored."})))
     rounds = selectors.rounds_of(b)
     return render(request, "core/round_benchmark_detail.html", {
         "benchmark": b, "kind": kind, "track": track,
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
-        "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
+        "board": board, "board_html": board_html, "columns": columns,
         "find_me": selectors.standings_find(b, request.user, track=track, page_size=page_size),
         "note": kind.leaderboard_note(b.config),
         "rounds": rounds, "open_rounds": [r for r in rounds if r.status == "open" and r.universe_size],

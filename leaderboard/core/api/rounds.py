@@ -19,7 +19,8 @@ from leaderboard.core.api.views import (
     FORMAT_PARAMETER,
     PAGING_PARAMETERS,
     _benchmark,
-    board_answer,
+    board_data,
+    cached_board_answer,
     csv_response,
     paging_or_error,
     wants_csv,
@@ -206,9 +207,13 @@ class RoundLeaderboard(APIView):
         paging, error = paging_or_error(request)
         if error:
             return error
-        page = selectors.round_board_page(r, page=paging[0], page_size=paging[1])
-        return board_answer(request, page, round_board_rows(page), round=r.number,
-                            ranking_metric=r.benchmark.kind_impl.ranking_metric_for(r.benchmark.config))
+
+        def board():
+            page = selectors.round_board_page(r, page=paging[0], page_size=paging[1])
+            return board_data(request, page, round_board_rows(page), round=r.number,
+                              ranking_metric=r.benchmark.kind_impl.ranking_metric_for(r.benchmark.config))
+
+        return cached_board_answer(request, r.benchmark, board)
 
 
 class RoundHistory(APIView):

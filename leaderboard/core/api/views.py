@@ -1,12 +1,14 @@
 """API views: one per action, each calling the same services and selectors as the pages."""
 from __future__ import annotations
 
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
@@ -14,6 +16,7 @@ from rest_framework.views import APIView
 from scoring.errors import RowError
 
 from leaderboard.core import selectors
+from leaderboard.core.boardcache import cached_read
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.parsers import CheckedJSONParser, InputRejected
@@ -135,16 +138,35 @@ def wants_csv(request) -> bool:
     return value == "csv"
 
 
-def board_answer(request, page: selectors.BoardPage, rows: list[dict], **extra) -> Response:
+# The query parameters a board's ``next`` link carries over (others do not change the answer).
+BOARD_PARAMETERS = ("split", "track")
+
+
+def board_data(request, page: selectors.BoardPage, rows: list[dict], **extra) -> dict:
     """Every board answers alike: its ``rows`` for the page, ``count`` (all rows) and ``next`` (a URL or null)."""
     next_url = None
     if page.next_page is not None:
-        query = request.query_params.copy()
+        query = QueryDict(mutable=True)
+        for name in BOARD_PARAMETERS:
+            if name in request.query_params:
+                query[name] = request.query_params[name]
         query["page"] = str(page.next_page)
         query["page_size"] = str(page.page_size)
         next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
-    return Response({**extra, "count": page.count, "next": next_url, "page": page.page,
-                     "page_size": page.page_size, "rows": rows})
+    return {**extra, "count": page.count, "next": next_url, "page": page.page, "page_size": page.page_size,
+            "rows": rows}
+
+
+def cached_board_answer(request, benchmark: Benchmark, build) -> HttpResponse:
+    """A public board's JSON from the cache (``leaderboard/core/boardcache.py``), built by ``build()`` on a miss.
+
+    Keyed by the board's own parameters and the address it is asked at (``next`` is an absolute URL);
+    call it only once the viewer may see the board.
+    """
+    parts = ("api-board", request.build_absolute_uri(request.path),
+             *(request.query_params.get(name) for name in (*BOARD_PARAMETERS, "page", "page_size")))
+    body = cached_read(benchmark.pk, parts, lambda: JSONRenderer().render(build()))
+    return HttpResponse(body, content_type="application/json")
 
 
 def paging_or_error(request):
@@ -181,21 +203,30 @@ class Leaderboard(APIView):
             track = request.query_params.get("track", "")
             if track and track not in kind.tracks:
                 return error_response([RowError(f"unknown track {track!r}", column="track")], 400)
-            page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])
-            return board_answer(request, page, [
-                {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-                 "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows],
-                benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
+
+            def standings():
+                page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])
+                return board_data(request, page, [
+                    {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+                     "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows],
+                    benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
+
+            return cached_board_answer(request, b, standings)
         split = split or selectors.default_split(b)
         if split == "private" and not selectors.private_visible(b, request.user):
             return error_response([RowError("the private leaderboard is not revealed yet", column="split")], 403)
-        page = selectors.leaderboard_page(b, split=split, viewer=request.user, page=paging[0], page_size=paging[1])
-        return board_answer(request, page, [
-            {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-             "submissions": r.submissions_count, "submission_id": r.submission_id,
-             "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
-             "updated_at": r.updated_at} for r in page.rows],
-            benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
+
+        def board():
+            page = selectors.leaderboard_page(b, split=split, viewer=request.user, page=paging[0],
+                                              page_size=paging[1])
+            return board_data(request, page, [
+                {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+                 "submissions": r.submissions_count, "submission_id": r.submission_id,
+                 "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
+                 "updated_at": r.updated_at} for r in page.rows],
+                benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
+
+        return cached_board_answer(request, b, board)
 
 
 IDEMPOTENCY_KEY_PARAMETERS = [
