@@ -1,8 +1,8 @@
 """Public reads of boards served from the cache, dropped the moment a board changes.
 
-Every cached read of a benchmark (a board page's rows, its rendered table, the
-board API's JSON) is stored under the benchmark's current *generation*, a
-random token kept in the cache. A service that changes what a board shows
+Every cached read of a benchmark (a board page's summary, its rendered table,
+the board API's JSON) is stored with the benchmark's *generation* at the time,
+a random token kept in the cache, and served only while that is still current. A service that changes what a board shows
 (a score landing on a row, a round's board or standings rewritten, a round's
 status, a reveal, a reloaded bundle) calls ``boards_changed`` inside its
 transaction; the generation is replaced then and again when that transaction
@@ -67,16 +67,24 @@ def boards_changed(benchmark_id: int) -> None:
 
 
 def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any]) -> Any:
-    """``build()``, or what it returned for the same ``parts`` since the benchmark's boards last changed."""
+    """``build()``, or what it returned for the same ``parts`` since the benchmark's boards last changed.
+
+    One round trip on a hit: the generation and the entry are read together, and the entry is
+    used only if it was built under the current generation (it carries the one it was built under).
+    """
     if not _usable():
         return build()
-    generation = board_generation(benchmark_id)
+    generation_key = _generation_key(benchmark_id)
+    key = f"boards:{benchmark_id}:read:{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}"
+    found = cache.get_many([generation_key, key])
+    generation = found.get(generation_key) or board_generation(benchmark_id)
     if generation is None:  # the cache refused the write (full, or failing): read through
         return build()
-    digest = hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
-    key = f"boards:{benchmark_id}:{generation}:{digest}"
-    value = cache.get(key)
-    if value is None:
-        value = build()
-        cache.set(key, value, settings.BOARD_CACHE_SECONDS)
+    stored = found.get(key)
+    if stored is not None and stored[0] == generation:
+        return stored[1]
+    # The generation was read before the database: a board changed meanwhile has a newer one, so
+    # what is stored here under the older generation is never served after that change.
+    value = build()
+    cache.set(key, (generation, value), settings.BOARD_CACHE_SECONDS)
     return value

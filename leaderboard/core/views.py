@@ -73,15 +73,17 @@ def benchmark_detail(request, slug):
     # The board and its table are the same for every viewer allowed this split (the split was checked
     # above), but for the rows the viewer owns, which are part of the table's key.
     where = (round_.pk if round_ else None, split, page_number, page_size)
-    board = cached_read(b.pk, ("board", *where), lambda: selectors.leaderboard_page(
-        b, split=split, viewer=request.user, round_=round_, page=page_number, page_size=page_size))
-    mine = _ranks_owned(board, request.user)
+    fetch = _once(lambda: selectors.leaderboard_page(b, split=split, viewer=request.user, round_=round_,
+                                                     page=page_number, page_size=page_size))
+    board = _board_summary(b, ("board", *where), fetch)
     columns = presentation.metric_columns(kind, b.config)
-    board_html = mark_safe(cached_read(b.pk, ("board-html", *where, mine), lambda: render_to_string(
-        "core/leaderboard_table.html", {
-            "rows": board.rows, "columns": columns, "intervals": kind.metric_intervals, "user": request.user,
-            "cells": presentation.board_cells(board.rows, columns, kind.metric_intervals),
-            "notes": presentation.leaderboard_notes(kind, b.config)})))
+    board_html = mark_safe(cached_read(b.pk, ("board-html", *where, _ranks_owned(board, request.user)),
+                                       lambda: render_to_string("core/leaderboard_table.html", {
+                                           "rows": fetch().rows, "columns": columns, "user": request.user,
+                                           "intervals": kind.metric_intervals,
+                                           "cells": presentation.board_cells(fetch().rows, columns,
+                                                                             kind.metric_intervals),
+                                           "notes": presentation.leaderboard_notes(kind, b.config)})))
     return render(request, "core/benchmark_detail.html", {
         "benchmark": b,
         "kind": kind,
@@ -105,11 +107,34 @@ def benchmark_detail(request, slug):
     })
 
 
+def _once(fetch):
+    """``fetch`` run at most once (a board page read for both a summary and a table that missed)."""
+    done = []
+
+    def run():
+        if not done:
+            done.append(fetch())
+        return done[0]
+
+    return run
+
+
+def _board_summary(b: Benchmark, parts: tuple, fetch) -> selectors.BoardPage:
+    """The page's pager (count, page) and who owns each row, from the cache; ``rows`` hold
+    ``(rank, owner_id)`` only: the table itself is cached already rendered."""
+    def build():
+        page = fetch()
+        return page.count, page.page, page.page_size, [(r.rank, r.entrant.owner_id) for r in page.rows]
+
+    count, page, page_size, owners = cached_read(b.pk, parts, build)
+    return selectors.BoardPage(rows=owners, count=count, page=page, page_size=page_size)
+
+
 def _ranks_owned(board: selectors.BoardPage, viewer) -> tuple[int, ...]:
     """The ranks on this page of the viewer's own entrants (marked in the table)."""
     if not viewer.is_authenticated:
         return ()
-    return tuple(r.rank for r in board.rows if r.entrant.owner_id == viewer.pk)
+    return tuple(rank for rank, owner_id in board.rows if owner_id == viewer.pk)
 
 
 def round_benchmark_detail(request, b: Benchmark):
@@ -119,15 +144,15 @@ def round_benchmark_detail(request, b: Benchmark):
         kind.tracks[0] if kind.tracks else "")
     page_number, page_size = selectors.board_paging(request.GET, strict=False)
     where = (track, page_number, page_size)
-    board = cached_read(b.pk, ("standings", *where), lambda: selectors.standings_page(
-        b, track=track, page=page_number, page_size=page_size))
+    fetch = _once(lambda: selectors.standings_page(b, track=track, page=page_number, page_size=page_size))
+    board = _board_summary(b, ("standings", *where), fetch)
     columns = list(kind.board_metrics(b.config))
     board_html = mark_safe(cached_read(b.pk, ("standings-html", *where, _ranks_owned(board, request.user)),
                                        lambda: render_to_string("core/round_board_table.html", {
-                                 "rows": presentation.board_cells(board.rows, columns), "columns": columns,
-                                 "standings": True, "user": request.user,
-                                 "empty": "No round is resolved yet: the standings appear once the first final "
-                                          "truth is scored."})))
+                                           "rows": presentation.board_cells(fetch().rows, columns),
+                                           "columns": columns, "standings": True, "user": request.user,
+                                           "empty": "No round is resolved yet: the standings appear once the "
+                                                    "first final truth is scored."})))
     rounds = selectors.rounds_of(b)
     return render(request, "core/round_benchmark_detail.html", {
         "benchmark": b, "kind": kind, "track": track,
