@@ -68,7 +68,11 @@ def benchmark_detail(request, slug):
     if split not in ("public", "private") or (split == "private" and not selectors.private_visible(b, request.user)):
         split = "public"
     page_number, page_size = selectors.board_paging(request.GET, strict=False)
-    round_ = selectors.leaderboard_round(b)
+    # The round and whether it has a training set change only through services that drop the cache
+    # (a status change, a reloaded bundle); whether it still takes uploads is decided per request.
+    round_ = cached_read(b.pk, ("leaderboard-round",), lambda: selectors.leaderboard_round(b))
+    has_training = round_ is not None and cached_read(
+        b.pk, ("has-training", round_.pk), lambda: round_.cases.filter(split="dev").exists())
     kind = b.kind_impl
     # The board and its table are the same for every viewer allowed this split (the split was checked
     # above), but for the rows the viewer owns, which are part of the table's key.
@@ -100,8 +104,8 @@ def benchmark_detail(request, slug):
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),
         "round": round_,
-        "closed_message": submissions_refusal(b),
-        "has_training": round_ is not None and round_.cases.filter(split="dev").exists(),
+        "closed_message": submissions_refusal(b, round_),  # static kinds: the leaderboard round is the one
+        "has_training": has_training,
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
         "resets_at": next_reset(),
     })
