@@ -16,8 +16,9 @@ lock. Prints requests a second and p50/p95 latency per target:
 * the board API, page 1 (anonymous);
 * the benchmark page, page 1 (anonymous) and logged in (the viewer's own "find me" and nav);
 
-each once right after a board change (``boards_changed``: the first request of each rebuilds) and
-measured over the whole run, which a score landing would interrupt only by one rebuild.
+each right after a board change (``boards_changed``: the first request rebuilds, timed apart), then
+under load. ``--compare`` runs the same targets again with the board cache off
+(``BOARD_CACHE_SECONDS=0``), under the same machine load.
 
 ``--uploads N`` instead measures upload-to-scored latency end to end (HTTP upload, a real worker, the
 real broker): median and worst time from POST to a poll saying "scored".
@@ -210,29 +211,31 @@ def reads(args) -> None:
     cache = "Redis" if os.environ.get("REDIS_URL") else "the file cache"
     print(f"board of {args.entrants:,} entrants, {submissions:,} submissions; PostgreSQL; {cache}")
 
-    server, base = start_gunicorn(workers=args.workers, threads=args.threads, env_overrides={
-        "TRUSTED_PROXY_COUNT": "1", "DEBUG": "false", "SECRET_KEY": "bench", "ALLOWED_HOSTS": "127.0.0.1",
-        "WEB_ACCESS_LOG": "false"})
     targets = [("board API, page 1", f"/api/benchmarks/{benchmark.slug}/leaderboard/", ""),
                ("benchmark page, page 1 (anonymous)", f"/b/{benchmark.slug}/", ""),
                ("benchmark page, page 1 (logged in)", f"/b/{benchmark.slug}/", cookie)]
-    try:
-        print(f"gunicorn {args.workers} workers x {args.threads} threads; {CLIENTS} clients, "
-              f"{args.seconds:.0f} s per target\n")
-        print(f"{'target':40s} {'req/s':>8s} {'p50 ms':>8s} {'p95 ms':>8s} {'errors':>7s}  first request after a "
-              f"board change")
-        for label, path, cookie_ in targets:
-            boards_changed(benchmark.pk)
-            req = urllib.request.Request(base + path, headers={"Cookie": cookie_} if cookie_ else {})
-            t0 = time.perf_counter()
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                resp.read()
-            rebuild = (time.perf_counter() - t0) * 1000
-            r = load(base, path, cookie=cookie_, seconds=args.seconds)
-            print(f"{label:40s} {r['rps']:8.1f} {r['p50']:8.1f} {r['p95']:8.1f} {r['errors']:7d}  {rebuild:.0f} ms"
-                  + (f"  ({r['first_error']})" if r["first_error"] else ""))
-    finally:
-        stop_worker(server)
+    print(f"gunicorn {args.workers} workers x {args.threads} threads; {CLIENTS} clients, {args.seconds:.0f} s per "
+          f"target\n")
+    print(f"{'target':40s} {'cache':>5s} {'req/s':>8s} {'p50 ms':>8s} {'p95 ms':>8s} {'errors':>7s}  first request "
+          f"after a board change")
+    for cache_seconds in ("300", "0") if args.compare else ("300",):
+        server, base = start_gunicorn(workers=args.workers, threads=args.threads, env_overrides={
+            "TRUSTED_PROXY_COUNT": "1", "DEBUG": "false", "SECRET_KEY": "bench", "ALLOWED_HOSTS": "127.0.0.1",
+            "WEB_ACCESS_LOG": "false", "BOARD_CACHE_SECONDS": cache_seconds})
+        try:
+            for label, path, cookie_ in targets:
+                boards_changed(benchmark.pk)
+                req = urllib.request.Request(base + path, headers={"Cookie": cookie_} if cookie_ else {})
+                t0 = time.perf_counter()
+                with urllib.request.urlopen(req, timeout=30) as resp:
+                    resp.read()
+                rebuild = (time.perf_counter() - t0) * 1000
+                r = load(base, path, cookie=cookie_, seconds=args.seconds)
+                print(f"{label:40s} {'on' if cache_seconds != '0' else 'off':>5s} {r['rps']:8.1f} {r['p50']:8.1f} "
+                      f"{r['p95']:8.1f} {r['errors']:7d}  {rebuild:.0f} ms"
+                      + (f"  ({r['first_error']})" if r["first_error"] else ""))
+        finally:
+            stop_worker(server)
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
 
 
@@ -299,6 +302,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--compare", action="store_true", help="also run each target with the board cache off")
     parser.add_argument("--uploads", type=int, default=0, help="measure upload-to-scored latency instead")
     args = parser.parse_args()
     if args.uploads:

@@ -136,7 +136,7 @@ else:
                           "LOCATION": DATA_DIR / "cache"}}
 
 # Cached board reads (leaderboard/core/boardcache.py) are dropped when a board changes; this is only
-# the backstop for changes made outside the services.
+# the backstop for changes made outside the services; 0 turns the board cache off.
 BOARD_CACHE_SECONDS = envint("BOARD_CACHE_SECONDS", 300)
 
 # How many reverse proxies of ours stand in front of the web server. 0: the

@@ -20,6 +20,7 @@ bypass the cache rather than trust a generation only one process saw.
 Only what every viewer sees alike is cached; per-viewer parts (the viewer's own
 row marked, "find me", the daily count, the navigation) are computed per
 request or are part of the key (``mine``: the ranks on the page the viewer owns).
+``BOARD_CACHE_SECONDS=0`` reads every board from the database (benchmarks/latency.py compares).
 """
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any]) -> An
     One round trip on a hit: the generation and the entry are read together, and the entry is
     used only if it was built under the current generation (it carries the one it was built under).
     """
-    if not _usable():
+    if settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
         return build()
     generation_key = _generation_key(benchmark_id)
     key = f"boards:{benchmark_id}:read:{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}"
