@@ -16,10 +16,10 @@ from rest_framework.views import APIView
 from scoring.errors import RowError
 
 from leaderboard.core import selectors
-from leaderboard.core.boardcache import cached_read
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.parsers import CheckedJSONParser, InputRejected
+from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.inputs import BadInput, json_loads_checked
 from leaderboard.core.models import Benchmark, Submission
