@@ -18,7 +18,6 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import presentation, selectors
-from leaderboard.core.api.auth import token_create
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
@@ -34,7 +33,9 @@ from leaderboard.core.services.submissions import (
     submissions_refusal,
     upload_read,
 )
+from leaderboard.core.services.tokens import token_create
 from leaderboard.core.services.verify import benchmark_verify
+from leaderboard.core.throttles import LoginThrottle, SignupThrottle
 
 
 @lru_cache(maxsize=256)
@@ -403,8 +404,6 @@ def _throttled(request, throttle, template: str, context: dict):
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
-    from leaderboard.core.api.throttles import SignupThrottle
-
     if request.user.is_authenticated:
         return redirect("benchmark_list")
     form = SignupForm(request.POST or None)
@@ -426,8 +425,6 @@ class ThrottledLoginView(LoginView):
     """Django's login view behind the per-address login throttle."""
 
     def post(self, request, *args, **kwargs):
-        from leaderboard.core.api.throttles import LoginThrottle
-
         refused = _throttled(request, LoginThrottle(), "registration/login.html", {"form": self.get_form()})
         if refused is not None:
             return refused
