@@ -23,6 +23,7 @@ from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenFor
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.services.casedata import round_caseset
+from leaderboard.core.services.predictions import predictions_source
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
     entrant_create,
@@ -31,7 +32,6 @@ from leaderboard.core.services.submissions import (
     submission_create,
     submission_select,
     submissions_refusal,
-    upload_read,
 )
 from leaderboard.core.services.tokens import token_create
 from leaderboard.core.services.verify import benchmark_verify
@@ -50,8 +50,7 @@ def submissions_left(n: int) -> str:
 
 
 def _benchmark(request, slug: str) -> Benchmark:
-    qs = Benchmark.objects.all() if request.user.is_staff else Benchmark.objects.filter(is_published=True)
-    return get_object_or_404(qs, slug=slug)
+    return selectors.benchmark_for(request.user, slug)
 
 
 def benchmark_list(request):
@@ -105,6 +104,7 @@ def round_benchmark_detail(request, b: Benchmark):
     board = selectors.standings_page(b, track=track, page=page_number, page_size=page_size)
     columns = list(kind.board_metrics(b.config))
     rounds = selectors.rounds_of(b)
+    open_ids = set(selectors.rounds_open(b).values_list("pk", flat=True))
     return render(request, "core/round_benchmark_detail.html", {
         "benchmark": b, "kind": kind, "track": track,
         "description_html": render_markdown(b.description),
@@ -112,7 +112,7 @@ def round_benchmark_detail(request, b: Benchmark):
         "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
         "find_me": selectors.standings_find(b, request.user, track=track, page_size=page_size),
         "note": kind.leaderboard_note(b.config),
-        "rounds": rounds, "open_rounds": [r for r in rounds if r.status == "open" and r.universe_size],
+        "rounds": rounds, "open_rounds": [r for r in rounds if r.pk in open_ids],
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
     })
 
@@ -237,8 +237,9 @@ def submit(request, slug):
     elif request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            accepted = submission_create(user=request.user, benchmark=b, data=upload_read(benchmark=b, upload=upload),
-                                         filename=upload.name, entrant=form.cleaned_data.get("entrant") or None)
+            source = predictions_source(benchmark=b, upload=upload)
+            accepted = submission_create(user=request.user, benchmark=b, **source.as_kwargs(),
+                                         entrant=form.cleaned_data.get("entrant") or None)
         except SubmissionRejected as exc:
             status = exc.status
             if exc.status == 409:  # the round closed meanwhile
@@ -289,8 +290,7 @@ def verify_page(request, slug):
         errors, status = [{"row": None, "column": "file", "message": "choose a file to check"}], 400
     else:
         try:
-            result = benchmark_verify(benchmark=b, data=upload_read(benchmark=b, upload=upload),
-                                      filename=upload.name)
+            result = benchmark_verify(benchmark=b, **predictions_source(benchmark=b, upload=upload).as_kwargs())
         except SubmissionRejected as exc:
             errors, status = [e.as_dict() for e in exc.errors], exc.status
     context = {"benchmark": b, "errors": errors, "filename": upload.name if upload else ""}
