@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scoring.csvfile import too_large_message
 from scoring.errors import RowError, ValidationFailed
 
 from leaderboard.core.inputs import BadInput, bad_input_errors, json_loads_checked
@@ -39,8 +40,7 @@ def upload_size_check(*, benchmark: Benchmark, size: int) -> None:
     """Refuse (413) an upload over the benchmark's cap; call it before reading a file into memory."""
     cap = benchmark.kind_impl.max_upload_bytes(benchmark.config)
     if size > cap:
-        raise ValidationFailed([RowError(f"the file is {size:,} bytes; the limit is {cap:,} bytes",
-                                         column="file")], status=413)
+        raise ValidationFailed([RowError(too_large_message(size, cap), column="file")], status=413)
 
 
 def predictions_source(*, benchmark: Benchmark, upload=None, body: Any = None,
@@ -71,17 +71,14 @@ def predictions_parse(*, benchmark: Benchmark, source: PredictionsSource, cases=
     round's ``universe``. Raises ValidationFailed with every problem (400; 413 over the cap)."""
     kind = benchmark.kind_impl
     config = benchmark.config
-    try:
-        if source.data is not None:
-            upload_size_check(benchmark=benchmark, size=len(source.data))
-            if universe is not None:
-                return kind.parse_round_submission(source.data, filename=source.filename, universe=universe,
-                                                   config=config)
-            return kind.parse_submission(source.data, filename=source.filename, cases=cases, config=config)
-        if source.predictions is not None:
-            if universe is not None:
-                return kind.parse_round_json(source.predictions, universe=universe, config=config)
-            return kind.parse_json_predictions(source.predictions, cases=cases, config=config)
-    except ValidationFailed as exc:
-        raise ValidationFailed(exc.errors, status=413 if exc.too_large else 400) from None
+    if source.data is not None:
+        upload_size_check(benchmark=benchmark, size=len(source.data))
+        if universe is not None:
+            return kind.parse_round_submission(source.data, filename=source.filename, universe=universe,
+                                               config=config)
+        return kind.parse_submission(source.data, filename=source.filename, cases=cases, config=config)
+    if source.predictions is not None:
+        if universe is not None:
+            return kind.parse_round_json(source.predictions, universe=universe, config=config)
+        return kind.parse_json_predictions(source.predictions, cases=cases, config=config)
     raise ValidationFailed([RowError(NOTHING_SENT, column="file")])

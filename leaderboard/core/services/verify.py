@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 from scoring.errors import RowError
-from scoring.kinds.base import VerifyUnavailable
 
 from leaderboard.core.models import Benchmark, Case
 from leaderboard.core.selectors import case_truth_visible, leaderboard_round
@@ -45,7 +44,4 @@ def benchmark_verify(*, benchmark: Benchmark, predictions: Any = None, data: byt
     version = latest_truth_version(round_)
     if version is None:
         raise SubmissionRejected([RowError("no truth has been released for this benchmark yet")], status=409)
-    try:
-        return kind.verify(parsed, cases=cases, truth=truth_for(version, splits=splits), config=benchmark.config)
-    except VerifyUnavailable as exc:
-        raise SubmissionRejected([RowError(str(exc))], status=403) from None
+    return kind.verify(parsed, cases=cases, truth=truth_for(version, splits=splits), config=benchmark.config)

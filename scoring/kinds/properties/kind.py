@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
@@ -251,11 +252,8 @@ class PropertiesKind(Kind):
         cfg = self.validate_config(config)
         props = [p["name"] for p in cfg["properties"]]
         expected = [ID, *props, FOLD]
-        cap = cfg["max_upload_bytes"]
+        csvfile.check_size(data, cfg["max_upload_bytes"])
         errs = ErrorList()
-        if len(data) > cap:
-            errs.add(f"the file is {len(data):,} bytes; the limit is {cap:,} bytes ({cap / 1048576:g} MB)")
-            raise ValidationFailed(errs.finish(), too_large=True)
         if not data or data.isspace():  # isspace() copies nothing, strip() would
             errs.add("the file is empty; expected a header row and one row per sequence")
             _raise(errs)

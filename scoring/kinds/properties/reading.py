@@ -54,15 +54,11 @@ class PropertiesSubmission:
 # ---------------------------------------------------------------------------
 
 
-def _show(s: str, limit: int = 40) -> str:
-    """A value as quoted in a message, cut short."""
-    return repr(s if len(s) <= limit else s[:limit] + "…")
-
-
 # Reading uploads is the same for every kind (scoring/csvfile.py): encodings, BOM,
 # NUL bytes, Excel and zip detection, overlong lines.
 _decode = csvfile.decode
 _Lines = csvfile.Lines
+_show = csvfile.show
 
 
 def _csv_number(raw: str) -> tuple[float | None, str | None]:
