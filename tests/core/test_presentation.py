@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ([p for p in (ROOT / "templates").rglob("*.html") if "kinds" not in p.relative_to(ROOT / "templates").parts]
           + [ROOT / "leaderboard" / "core" / "presentation.py", *sorted((ROOT / "static").rglob("*.js"))])
 # Words any board may use in its own right, whichever kind happens to have a metric so named.
-GENERIC = {"score", "Score", "Cases", "cases_evaluated", "coverage", "Coverage %"}
+# ("return": a portfolio metric, and a keyword of every script.)
+GENERIC = {"score", "Score", "Cases", "cases_evaluated", "coverage", "Coverage %", "return", "Return"}
 
 
 def kind_words() -> dict[str, str]:
