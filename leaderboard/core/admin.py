@@ -22,7 +22,7 @@ from leaderboard.core import models as m
 from leaderboard.core.selectors import leaderboard_round
 from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal, truth_load
 from leaderboard.core.services.deid import cases_deidentify, deid_backend
-from leaderboard.core.services.round_engine import round_close, round_truth_load, stakes_load
+from leaderboard.core.services.round_engine import entrant_flag, round_close, round_truth_load, stakes_load
 from leaderboard.core.services.rounds import round_deadline_refusal, round_set_deadline, round_set_status
 from leaderboard.core.services.submissions import SubmissionRejected, submissions_requeue
 
@@ -321,6 +321,21 @@ class EntrantAdmin(admin.ModelAdmin):
     list_display = ("name", "owner", "is_benchmark_model", "created_at")
     search_fields = ("name", "owner__username")
     list_filter = ("is_benchmark_model",)
+    readonly_fields = ("is_benchmark_model",)
+    actions = ["flag_benchmark_model", "unflag_benchmark_model"]
+
+    def _flag(self, request, queryset, on: bool):
+        for entrant in queryset:
+            entrant_flag(name=entrant.name, benchmark_model=on)
+        self.message_user(request, f"{queryset.count()} entrant(s) {'now' if on else 'no longer'} benchmark models.")
+
+    @admin.action(description="Mark as benchmark models (they count in the benchmark meta model)")
+    def flag_benchmark_model(self, request, queryset):
+        self._flag(request, queryset, True)
+
+    @admin.action(description="Unmark as benchmark models")
+    def unflag_benchmark_model(self, request, queryset):
+        self._flag(request, queryset, False)
 
 
 @admin.register(m.Stake)

@@ -128,3 +128,18 @@ def test_admin_adds_no_round_and_moves_status_and_deadline_through_the_services(
     client.post("/admin/core/round/", {"action": "close_rounds", "_selected_action": [round_.pk]})
     round_.refresh_from_db()
     assert round_.status == "closed" and before <= round_.closes_at <= timezone.now()
+
+
+def test_admin_flags_benchmark_models_through_entrant_flag(client, users, db):
+    from leaderboard.core.models import Entrant
+    from leaderboard.core.services.submissions import entrant_default
+
+    entrant = entrant_default(users["owner"])
+    client.force_login(users["organiser"])
+    assert 'name="is_benchmark_model"' not in client.get(f"/admin/core/entrant/{entrant.pk}/change/").content.decode()
+    resp = client.post("/admin/core/entrant/", {"action": "flag_benchmark_model", "_selected_action": [entrant.pk]},
+                       follow=True)
+    assert "1 entrant(s) now benchmark models." in resp.content.decode()
+    assert Entrant.objects.get(pk=entrant.pk).is_benchmark_model is True
+    client.post("/admin/core/entrant/", {"action": "unflag_benchmark_model", "_selected_action": [entrant.pk]})
+    assert Entrant.objects.get(pk=entrant.pk).is_benchmark_model is False
