@@ -1,7 +1,7 @@
 """What the pages draw, shaped from what selectors return. Pure: no ORM, no request.
 
 Views fetch with selectors, pass the results through these functions and hand
-the templates plain data: metric lines with their intervals, the direction
+the templates plain data: metric lines with their intervals, a kind's
 confusion matrix with totals and shades, the calibration table and the geometry
 of its reliability chart, and the per-case debug table with the sort keys and
 filter values its script (static/core/case_table.js) reads.
@@ -88,20 +88,29 @@ def split_panels(kind: Kind, config: Mapping[str, Any], scores: Mapping[str, Map
                                  "confusion": None, "calibration": None}
         if views:
             if views.get("confusion_matrix") is not None:
-                panel["confusion"] = confusion_table(views["confusion_matrix"], order=views.get("confusion_order"))
+                panel["confusion"] = confusion_table(views["confusion_matrix"], order=views.get("confusion_order"),
+                                                     labels=views.get("confusion_labels"))
                 panel["confusion"]["split"] = split
             if views.get("calibration_bins") is not None:
                 panel["calibration"] = calibration_view(views["calibration_bins"],
-                                                        without_confidence=views.get("calibration_missing", 0))
+                                                        without_confidence=views.get("calibration_missing", 0),
+                                                        labels=views.get("calibration_labels"))
         panels.append(panel)
     return panels
 
 
-def confusion_table(matrix: Mapping[str, Mapping[str, int]], *, order: Sequence[str] | None = None) -> dict[str, Any]:
+CONFUSION_LABELS = {"title": "Confusion matrix", "of": "class", "correct": "on the diagonal", "columns": None}
+
+
+def confusion_table(matrix: Mapping[str, Mapping[str, int]], *, order: Sequence[str] | None = None,
+                    labels: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A confusion matrix {actual: {predicted: n}} as table rows with totals and cell shades.
 
     A cell's ``shade`` is its count over the largest count (0..1); diagonal cells are ``correct``.
+    ``labels``: the kind's words for it (``Kind.summary_views``), ``CONFUSION_LABELS`` otherwise.
     """
+    words = {**CONFUSION_LABELS, **(labels or {})}
+    columns = words["columns"] or (None, None)
     labels = list(order) if order else list(matrix)
     labels += [k for k in matrix if k not in labels]
     counts = [[int((matrix.get(a) or {}).get(p, 0)) for p in labels] for a in labels]
@@ -121,6 +130,8 @@ def confusion_table(matrix: Mapping[str, Mapping[str, int]], *, order: Sequence[
         rows.append({"label": a, "cells": cells, "total": row_total})
     correct = sum(counts[i][i] for i in range(len(labels)))
     return {
+        "title": words["title"], "of": words["of"], "correct_text": words["correct"],
+        "actual_column": columns[0], "predicted_column": columns[1],
         "labels": labels,
         "rows": rows,
         "column_totals": [sum(counts[i][j] for i in range(len(labels))) for j in range(len(labels))],
@@ -135,13 +146,19 @@ CHART_W, CHART_H = 360, 250
 CHART_LEFT, CHART_RIGHT, CHART_TOP, CHART_BOTTOM = 46, 14, 16, 42
 
 
-def calibration_view(bins: Sequence[Mapping[str, Any]], *, without_confidence: int = 0) -> dict[str, Any]:
+CALIBRATION_LABELS = {"hit": "right", "hit_rate": "share right"}
+
+
+def calibration_view(bins: Sequence[Mapping[str, Any]], *, without_confidence: int = 0,
+                     labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Calibration bins as a table and as the geometry of an inline SVG reliability chart.
 
-    x: confidence 0..1; y: exact-match accuracy 0..100 %. Each bin with predictions
-    is a bar over its confidence range up to its accuracy, with a dot at its mean
-    confidence; the dashed diagonal is perfect calibration (accuracy = confidence).
+    x: confidence 0..1; y: the share of the bin's predictions that are right (the bin's
+    ``accuracy``, 0..100 %, named by the kind's ``labels``). Each bin with predictions
+    is a bar over its confidence range up to that share, with a dot at its mean
+    confidence; the dashed diagonal is perfect calibration (share = confidence).
     """
+    words = {**CALIBRATION_LABELS, **(labels or {})}
     pw = CHART_W - CHART_LEFT - CHART_RIGHT
     ph = CHART_H - CHART_TOP - CHART_BOTTOM
 
@@ -154,10 +171,10 @@ def calibration_view(bins: Sequence[Mapping[str, Any]], *, without_confidence: i
     peak = max((b["count"] for b in bins), default=0)
     table, bars, points = [], [], []
     for b in bins:
-        count, acc, conf = b["count"], b.get("accuracy"), b.get("avg_confidence")
+        count, acc, conf = b["count"], b.get("accuracy"), b.get("mean_confidence")
         gap = acc - 100.0 * conf if count and acc is not None and conf is not None else None
         label = f"{b['low']:.1f}–{b['high']:.1f}"
-        table.append({"label": label, "count": count, "avg_confidence": conf, "accuracy": acc, "gap": gap,
+        table.append({"label": label, "count": count, "mean_confidence": conf, "accuracy": acc, "gap": gap,
                       "bar": acc})
         if not count or acc is None:
             continue
@@ -170,12 +187,13 @@ def calibration_view(bins: Sequence[Mapping[str, Any]], *, without_confidence: i
         bars.append({"x": x0, "y": top, "width": round(x1 - x0, 2), "height": height,
                      "label_x": round((x0 + x1) / 2, 2), "label_y": round(label_y, 2),
                      "count": count, "title": f"confidence {label}: {count} predictions, "
-                                              f"{acc:.1f}% exact, mean confidence {conf:.2f}"})
+                                              f"{acc:.1f}% {words['hit']}, mean confidence {conf:.2f}"})
         points.append({"x": x(conf), "y": top, "r": r})
     return {
         "rows": table,
         "counted": sum(b["count"] for b in bins),
         "without_confidence": without_confidence,
+        "hit": words["hit"], "hit_rate": words["hit_rate"],
         "chart": {
             "width": CHART_W, "height": CHART_H,
             "left": CHART_LEFT, "right": CHART_W - CHART_RIGHT, "top": CHART_TOP, "bottom": y(0),
@@ -283,7 +301,7 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
                                               "options": sorted(map(str, present))}))
         elif key in kind.case_range_columns and col["type"] == "number":
             ranges.append({"key": key, "col": i, "label": label})
-    selects.sort(key=lambda t: (t[0], t[1]))  # fewest options first: split, directions, categories
+    selects.sort(key=lambda t: (t[0], t[1]))  # fewest options first (a split, then a kind's categories)
     filtered = {f["col"] for f in [wrong_only, *[s for _, _, s in selects], *ranges] if f}
 
     out_rows = []

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
 
 from leaderboard.core.models import Benchmark, Case, CaseResult, LeaderboardRow, Round, Score, Submission
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
-from leaderboard.core.services.submissions import current_round, round_takes_submissions
+from leaderboard.core.services.submissions import current_round, round_takes_submissions, rounds_open
 
 # How a case whose truth the viewer may not see yet is labelled: it ranks (public or
 # private), and which of the two it is stays hidden with its truth.
@@ -59,9 +60,21 @@ DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 
 
+def benchmarks_for(viewer) -> QuerySet:
+    """The benchmarks ``viewer`` may see, the one rule every list and page uses: the published
+    ones; staff see every benchmark."""
+    qs = Benchmark.objects.all()
+    return qs if getattr(viewer, "is_staff", False) else qs.filter(is_published=True)
+
+
+def benchmark_for(viewer, slug: str) -> Benchmark:
+    """The benchmark ``slug`` if ``viewer`` may see it (``benchmarks_for``); else Http404."""
+    return get_object_or_404(benchmarks_for(viewer), slug=slug)
+
+
 def benchmarks_visible(viewer) -> list[Benchmark]:
-    qs = Benchmark.objects.all() if getattr(viewer, "is_staff", False) else Benchmark.objects.filter(is_published=True)
-    return list(qs.annotate(
+    """The benchmark list: ``benchmarks_for`` with each board's entrant count."""
+    return list(benchmarks_for(viewer).annotate(
         entrant_count=Count("rounds__leaderboard_rows__entrant", distinct=True,
                             filter=Q(rounds__leaderboard_rows__split="public")),
     ).order_by("title", "id"))
@@ -192,7 +205,8 @@ def private_visible(benchmark: Benchmark, viewer) -> bool:
 
 
 def leaderboard_round(benchmark: Benchmark) -> Round | None:
-    """The round whose leaderboard the benchmark page shows (the current one, else the latest)."""
+    """The round whose leaderboard the benchmark page shows (the current one, ``current_round``,
+    else the latest)."""
     return current_round(benchmark) or Round.objects.filter(benchmark=benchmark).order_by("-number", "-id").first()
 
 

@@ -18,12 +18,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import presentation, selectors
-from leaderboard.core.api.auth import token_create
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.services.casedata import round_caseset
+from leaderboard.core.services.predictions import predictions_source
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
     entrant_create,
@@ -32,9 +32,10 @@ from leaderboard.core.services.submissions import (
     submission_create,
     submission_select,
     submissions_refusal,
-    upload_read,
 )
+from leaderboard.core.services.tokens import token_create
 from leaderboard.core.services.verify import benchmark_verify
+from leaderboard.core.throttles import LoginThrottle, SignupThrottle
 
 
 @lru_cache(maxsize=256)
@@ -49,8 +50,7 @@ def submissions_left(n: int) -> str:
 
 
 def _benchmark(request, slug: str) -> Benchmark:
-    qs = Benchmark.objects.all() if request.user.is_staff else Benchmark.objects.filter(is_published=True)
-    return get_object_or_404(qs, slug=slug)
+    return selectors.benchmark_for(request.user, slug)
 
 
 def benchmark_list(request):
@@ -104,6 +104,7 @@ def round_benchmark_detail(request, b: Benchmark):
     board = selectors.standings_page(b, track=track, page=page_number, page_size=page_size)
     columns = list(kind.board_metrics(b.config))
     rounds = selectors.rounds_of(b)
+    open_ids = set(selectors.rounds_open(b).values_list("pk", flat=True))
     return render(request, "core/round_benchmark_detail.html", {
         "benchmark": b, "kind": kind, "track": track,
         "description_html": render_markdown(b.description),
@@ -111,7 +112,7 @@ def round_benchmark_detail(request, b: Benchmark):
         "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
         "find_me": selectors.standings_find(b, request.user, track=track, page_size=page_size),
         "note": kind.leaderboard_note(b.config),
-        "rounds": rounds, "open_rounds": [r for r in rounds if r.status == "open" and r.universe_size],
+        "rounds": rounds, "open_rounds": [r for r in rounds if r.pk in open_ids],
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
     })
 
@@ -236,8 +237,9 @@ def submit(request, slug):
     elif request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            accepted = submission_create(user=request.user, benchmark=b, data=upload_read(benchmark=b, upload=upload),
-                                         filename=upload.name, entrant=form.cleaned_data.get("entrant") or None)
+            source = predictions_source(benchmark=b, upload=upload)
+            accepted = submission_create(user=request.user, benchmark=b, **source.as_kwargs(),
+                                         entrant=form.cleaned_data.get("entrant") or None)
         except SubmissionRejected as exc:
             status = exc.status
             if exc.status == 409:  # the round closed meanwhile
@@ -288,8 +290,7 @@ def verify_page(request, slug):
         errors, status = [{"row": None, "column": "file", "message": "choose a file to check"}], 400
     else:
         try:
-            result = benchmark_verify(benchmark=b, data=upload_read(benchmark=b, upload=upload),
-                                      filename=upload.name)
+            result = benchmark_verify(benchmark=b, **predictions_source(benchmark=b, upload=upload).as_kwargs())
         except SubmissionRejected as exc:
             errors, status = [e.as_dict() for e in exc.errors], exc.status
     context = {"benchmark": b, "errors": errors, "filename": upload.name if upload else ""}
@@ -403,8 +404,6 @@ def _throttled(request, throttle, template: str, context: dict):
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
-    from leaderboard.core.api.throttles import SignupThrottle
-
     if request.user.is_authenticated:
         return redirect("benchmark_list")
     form = SignupForm(request.POST or None)
@@ -426,8 +425,6 @@ class ThrottledLoginView(LoginView):
     """Django's login view behind the per-address login throttle."""
 
     def post(self, request, *args, **kwargs):
-        from leaderboard.core.api.throttles import LoginThrottle
-
         refused = _throttled(request, LoginThrottle(), "registration/login.html", {"form": self.get_form()})
         if refused is not None:
             return refused

@@ -95,9 +95,6 @@ class Bundle:
     truth: Truth
 
 
-class VerifyUnavailable(Exception):
-    """This benchmark offers no dry run; the message says why."""
-
 
 class Kind:
     """Base class. Subclasses set the class attributes and implement the methods."""
@@ -231,9 +228,9 @@ class Kind:
     def verify(self, parsed: Any, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> dict[str, Any]:
         """Score without saving (a participant's dry run); never reveals hidden truth.
 
-        Raises VerifyUnavailable when the kind or the benchmark's config has no dry run.
+        Raises ValidationFailed (403) when the kind or the benchmark's config has no dry run.
         """
-        raise VerifyUnavailable(f"kind {self.name!r} has no verify endpoint")
+        raise ValidationFailed([RowError(f"kind {self.name!r} has no verify endpoint")], status=403)
 
     def verify_available(self, config: Mapping[str, Any]) -> bool:
         """Whether this benchmark offers the dry run (``verify``)."""
@@ -245,8 +242,13 @@ class Kind:
 
     def summary_views(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
         """What the submission page draws beside the metrics, in the pages' terms: any of
-        ``confusion_matrix`` ({actual: {predicted: n}}) with ``confusion_order``, and
-        ``calibration_bins`` with ``calibration_missing`` (rows without a confidence)."""
+        ``confusion_matrix`` ({actual: {predicted: n}}) with ``confusion_order`` and
+        ``confusion_labels`` (``title``, ``of``: what the rows and columns are, ``correct``:
+        how the diagonal reads, ``columns``: the (actual, predicted) case columns the cells
+        filter the debug table by), and ``calibration_bins`` (``low``, ``high``, ``count``,
+        ``accuracy``: percent right, ``mean_confidence``) with ``calibration_missing``
+        (rows without a confidence) and ``calibration_labels`` (``hit``: what a bin counts
+        as right, ``hit_rate``: its share). The shared templates print only these words."""
         return None
 
     # -- scoring ------------------------------------------------------------
