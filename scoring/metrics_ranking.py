@@ -29,9 +29,10 @@ __all__ = ["symmetric_ndcg_at_k", "rank_targets"]
 def symmetric_ndcg_at_k(y_true: Any, y_pred: Any, k: int) -> Any:
     """Symmetric NDCG@k of one submission (float) or of each column of a DataFrame (Series).
 
-    pandas inputs are aligned by id: ids without truth (absent or NaN) are not scored
-    and every id with truth needs a finite prediction. Arrays are aligned by position.
-    ``y_true`` must lie in [0, 1] (see ``rank_targets``).
+    pandas inputs are aligned by id: ids absent from ``y_true`` are not scored and every
+    id with truth needs a finite prediction. Arrays are aligned by position.
+    ``y_true`` must lie in [0, 1] (see ``rank_targets``); a value outside it, NaN
+    included, raises ValueError.
     """
     return per_submission_like(y_pred, score_ranking_round(y_pred, y_true, k))
 

@@ -74,14 +74,32 @@ def test_symmetric_ndcg_hand_worked_example():
     assert metrics.symmetric_ndcg_at_k([1.0, 0.0, 0.5], [2.0, 2.0, 2.0], 1) == pytest.approx(0.5, abs=ATOL)
 
 
-def test_symmetric_ndcg_ignores_ids_without_truth():
+def test_symmetric_ndcg_ignores_ids_absent_from_the_truth():
     truth, predictions = ranking_case(11)
-    with_gaps = truth.copy()
-    with_gaps.iloc[0] = np.nan
-    kept = with_gaps.dropna()
-    got = metrics.symmetric_ndcg_at_k(with_gaps, predictions["continuous"], 2)
+    kept = truth.iloc[1:]  # the first id has no truth: it is left out of y_true
+    got = metrics.symmetric_ndcg_at_k(kept, predictions["continuous"], 2)
     expected = reference_ndcg(kept.to_numpy(), predictions["continuous"].loc[kept.index].to_numpy(), 2)
     assert got == pytest.approx(expected, abs=ATOL)
+
+
+@pytest.mark.parametrize("as_pandas", [False, True])
+def test_symmetric_ndcg_refuses_nan_truth_where_the_reference_scores_zero(as_pandas):
+    # crowdcent-challenge 0.2.16 lets NaN through its [0, 1] check and returns 0.0; scoring
+    # what is left would give 1.0 here (one id). Truth outside [0, 1], NaN included, is refused.
+    truth, pred = np.array([np.nan, 0.5]), np.array([0.1, 0.3])
+    assert reference_ndcg(truth, pred, 2) == 0.0
+    if as_pandas:
+        truth, pred = pd.Series(truth, index=["a", "b"]), pd.Series(pred, index=["a", "b"])
+    with pytest.raises(ValueError, match=r"y_true holds 1 NaN values \(ids 'a'|y_true holds 1 NaN values"):
+        metrics.symmetric_ndcg_at_k(truth, pred, 2)
+
+
+def test_symmetric_ndcg_refuses_truth_outside_0_1_as_the_reference_does():
+    for truth in ([0.2, 1.5, 0.3], [-0.1, 0.5, 0.3], [0.2, np.inf, 0.3]):
+        with pytest.raises(ValueError, match=r"\[0, 1\]"):
+            reference_ndcg(np.array(truth), np.array([1.0, 2.0, 3.0]), 2)
+        with pytest.raises(ValueError, match=r"must lie in \[0, 1\]|infinite"):
+            metrics.symmetric_ndcg_at_k(truth, [1.0, 2.0, 3.0], 2)
 
 
 def test_symmetric_ndcg_rejects_truth_ids_without_prediction():
