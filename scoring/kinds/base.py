@@ -491,6 +491,10 @@ class RoundKind(Kind):
         """The debug table's columns, in order."""
         return ()
 
+    def case_table_promise(self, config: Mapping[str, Any]) -> str:
+        """What the per-id table will show, said on a counted submission's page before resolution."""
+        return "The per-id table is shown once the round is resolved."
+
     def metric(self, name: str) -> MetricSpec:
         try:
             return super().metric(name)

@@ -279,6 +279,10 @@ class SignalsKind(RoundKind):
                    "this id's term of the Pearson correlation behind corr; the column sums to corr"),
         )
 
+    def case_table_promise(self, config: Mapping[str, Any]) -> str:
+        return ("The per-id table (your prediction, its gaussianized rank, the target and each id's contribution) "
+                "is shown once the round is resolved.")
+
     def round_case_rows(self, values: np.ndarray, *, universe: Universe, truth: RoundTruth,
                         config: Mapping[str, Any]) -> list[dict[str, Any]]:
         """id, prediction, gaussianized rank, target and contribution to corr, per universe id.
