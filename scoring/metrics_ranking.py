@@ -49,6 +49,7 @@ __all__ = [
 # A residual this small next to the centred prediction is rounding noise: the meta model
 # explains the prediction entirely (the only submission of a round, or a copy of the crowd).
 EXPLAINED_TOLERANCE = 1e-9
+CHUNK = 256  # submissions scored together: bounds the memory of a large round
 
 
 def symmetric_ndcg_at_k(y_true: Any, y_pred: Any, k: int) -> Any:
@@ -105,8 +106,12 @@ def spearman_rows(values: np.ndarray, other: np.ndarray) -> np.ndarray:
     if np.isnan(values).any() or np.isnan(other).any():
         raise ValueError("spearman_rows takes complete rows; drop the ids without a value first")
     codes, _, _ = rank_codes(values)
-    rows = codes / 2.0 + 1.0
-    ocodes, _, _ = rank_codes(other[None, :])
+    return _spearman_from_ranks(codes / 2.0 + 1.0, other)
+
+
+def _spearman_from_ranks(rows: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each row of average ranks with the average ranks of ``other``; 0.0 where undefined."""
+    ocodes, _, _ = rank_codes(np.asarray(other, dtype=np.float64)[None, :])
     ranks = ocodes[0] / 2.0 + 1.0
     rc = rows - rows.mean(axis=1, keepdims=True)
     oc = ranks - ranks.mean()
@@ -185,30 +190,42 @@ def score_ranking_horizons(values: np.ndarray, targets: np.ndarray, *, horizons:
     meta_metrics: dict[str, float] = {}
     weighted, total = np.zeros(m), np.zeros(m)
     meta_weighted, meta_total = 0.0, 0.0
+    chunks = [slice(i, min(i + CHUNK, m)) for i in range(0, m, CHUNK)]
     for j, h in enumerate(horizons):
         for name in ("ndcg", "spearman", "corr_to_meta", "unique_ndcg"):
             metrics[f"{name}_{h}"] = np.full(m, np.nan)
-        if m:
-            meta_model[:, j] = rank_scaled_mean(values[:, :, j])
         scored = ~np.isnan(targets[:, j])
-        if not scored.any() or m == 0:
+        if m == 0:
+            meta_metrics[f"ndcg_{h}"] = meta_metrics[f"spearman_{h}"] = float("nan")
+            continue
+        # Each submission is ranked once over the universe, a chunk at a time (memory stays bounded);
+        # the meta model is the exact mean of the rank-scaled predictions (see rank_scaled_mean).
+        codes = [rank_codes(values[sl, :, j])[0] for sl in chunks]
+        code_sums = np.zeros(n, dtype=np.int64)
+        for c in codes:
+            code_sums += c.sum(axis=0, dtype=np.int64)
+        meta_model[:, j] = (code_sums + 2 * m) / (2.0 * n * m)
+        if not scored.any():
             meta_metrics[f"ndcg_{h}"] = meta_metrics[f"spearman_{h}"] = float("nan")
             continue
         y = targets[scored, j]
-        preds = values[:, scored, j]
         meta = meta_model[scored, j]
-        ndcg = score_ranking_round(preds.T, y, k).to_numpy().copy()
-        metrics[f"ndcg_{h}"] = ndcg
-        metrics[f"spearman_{h}"] = spearman_rows(preds, y)
-        metrics[f"corr_to_meta_{h}"] = spearman_rows(preds, meta)
-        residual, explained = meta_residuals(rank_scaled(values[:, :, j])[:, scored], meta)
-        unique = score_ranking_round(residual.T, y, k).to_numpy().copy()
-        unique[explained] = np.nan
-        metrics[f"unique_ndcg_{h}"] = unique
+        every = bool(scored.all())
+        for sl, c in zip(chunks, codes):
+            preds = values[sl, :, j] if every else values[sl][:, scored, j]
+            metrics[f"ndcg_{h}"][sl] = score_ranking_round(preds.T, y, k).to_numpy()
+            ranks = c / 2.0 + 1.0 if every else rank_codes(preds)[0] / 2.0 + 1.0
+            metrics[f"spearman_{h}"][sl] = _spearman_from_ranks(ranks, y)
+            metrics[f"corr_to_meta_{h}"][sl] = _spearman_from_ranks(ranks, meta)
+            scaled = (c[:, scored] + 2) / (2.0 * n)  # rank(average) / n over the universe
+            residual, explained = meta_residuals(scaled, meta)
+            unique = score_ranking_round(residual.T, y, k).to_numpy().copy()
+            unique[explained] = np.nan
+            metrics[f"unique_ndcg_{h}"][sl] = unique
         meta_ndcg = float(score_ranking_round(meta[:, None], y, k).iloc[0])
         meta_metrics[f"ndcg_{h}"] = meta_ndcg
         meta_metrics[f"spearman_{h}"] = float(spearman_rows(meta[None, :], y)[0])
-        weighted += weights[h] * ndcg
+        weighted += weights[h] * metrics[f"ndcg_{h}"]
         total += weights[h]
         meta_weighted += weights[h] * meta_ndcg
         meta_total += weights[h]

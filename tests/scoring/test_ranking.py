@@ -252,3 +252,24 @@ def test_ranking_round_horizon_without_targets_scores_the_others():
     got = score_ranking_horizons(values, t, horizons=["10d", "30d"], k=10)
     assert np.isnan(got.metrics["ndcg_30d"]).all()
     np.testing.assert_allclose(got.metrics["score"], got.metrics["ndcg_10d"], rtol=0, atol=0)
+
+
+def test_ranking_round_beyond_one_chunk_of_submissions_equals_crowdcent():
+    from crowdcent_challenge.scoring import corr_to_meta, unique_ndcg
+
+    from scoring.metrics_ranking import CHUNK
+
+    values, targets = horizons_case(10, m=CHUNK + 44, n=60)
+    got = score_ranking_horizons(values, targets.to_numpy(), horizons=["10d", "30d"], k=10)
+    m = len(values)
+    for j, h in enumerate(["10d", "30d"]):
+        meta = pd.DataFrame(values[:, :, j].T).rank().mul(2).sum(axis=1).to_numpy() / (2.0 * 60 * m)
+        s = targets[h].notna().to_numpy()
+        y = targets[h].to_numpy()[s]
+        for i in (0, CHUNK - 1, CHUNK, m - 1):  # both sides of the chunk boundary
+            ranked = pd.Series(values[i, :, j]).rank(pct=True).to_numpy()
+            assert got.metrics[f"ndcg_{h}"][i] == pytest.approx(reference_ndcg(y, values[i, s, j], 10), abs=1e-9)
+            assert got.metrics[f"corr_to_meta_{h}"][i] == pytest.approx(corr_to_meta(values[i, s, j], meta[s]),
+                                                                         abs=1e-9)
+            assert got.metrics[f"unique_ndcg_{h}"][i] == pytest.approx(unique_ndcg(y, ranked[s], meta[s], k=10),
+                                                                       abs=1e-9)
