@@ -150,7 +150,7 @@ class RankingKind(RoundKind):
         for prefix, (label, higher) in sorted(labels.items(), key=lambda p: -len(p[0])):
             if name.startswith(prefix + "_"):
                 return MetricSpec(name, f"{label} {name[len(prefix) + 1:]}", higher, "{:.4f}")
-        raise KeyError(name)
+        return MetricSpec(name, name)
 
     def chart_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
         return ("score", *(f"ndcg_{h}" for h in self.validate_config(config)["horizons"]))
