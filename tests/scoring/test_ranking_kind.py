@@ -182,3 +182,26 @@ def test_standings_average_the_last_window_rounds_ranked_by_score():
     rows = {r.entrant: r for r in KIND.standings(results, config).rows}
     assert rows["a"].score == pytest.approx(0.7) and rows["a"].rounds == 2
     assert rows["b"].score == pytest.approx(0.6) and rows["b"].metrics["ndcg_10d"] is None
+
+
+def test_demo_rounds_parse_and_the_momentum_baseline_beats_random():
+    from leaderboard.demo import ranking as demo
+
+    config = KIND.validate_config(demo.META["config"])
+    scores = {name: [] for name in demo.BASELINES}
+    for number in range(1, demo.ROUNDS + 1):
+        rnd = demo.DemoRound(number)
+        universe = KIND.universe(KIND.parse_universe(rnd.universe_csv(), filename="u.csv", config=config), config)
+        assert len(universe) == demo.N_IDS == 100
+        subs = [KIND.parse_round_submission(rnd.submission_csv(name), filename="p.csv", universe=universe,
+                                            config=config) for name in demo.BASELINES]
+        interim = KIND.parse_truth(rnd.truth_csv(1 / demo.WINDOW_DAYS), filename="t.csv", universe=universe,
+                                   config=config, final=False, as_of=dt.date(2026, 1, 1))
+        assert not np.isnan(interim.column("target_30d")).any()
+        truth = KIND.parse_truth(rnd.truth_csv(1.0), filename="t.csv", universe=universe, config=config,
+                                 final=True, as_of=None)
+        inputs = RoundInputs(universe=universe, keys=list(demo.BASELINES), values=np.stack([s.values for s in subs]),
+                             meta=[{}, {}], stakes=None, benchmark_models=np.zeros(2, bool), truth=truth)
+        for name, metrics in zip(demo.BASELINES, KIND.score_round_version(inputs, config).metrics):
+            scores[name].append(metrics["score"])
+    assert np.mean(scores["rank-momentum"]) > np.mean(scores["rank-random"]) + 0.03
