@@ -120,6 +120,16 @@ def test_ranking_pages_fit_390_px(live_server, chromium, rounds):
             page.wait_for_load_state("load")
             widths[path] = page.evaluate(
                 "() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)")
+        # The owner's submission page with its per-id table (eleven columns, 100 rows).
+        sub = subs[1, "quant-a"]
+        page.goto(f"{live_server.url}/accounts/login/?next=/submissions/{sub.pk}/")
+        page.fill("input[name=username]", "quant-a")
+        page.fill("input[name=password]", PASSWORD)
+        page.click("form.form button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/submissions/{sub.pk}/")
+        assert page.locator("#cases table tbody tr").count() == 100
+        widths["submission"] = page.evaluate(
+            "() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)")
         # The board keeps its nine metric columns and scrolls inside its own frame.
         page.goto(live_server.url + f"/b/{bench.slug}/rounds/1/")
         frame = page.locator("#board .table-wrap")
