@@ -374,7 +374,7 @@ def round_submission_detail(request, sub: Submission):
         "sub": sub, "benchmark": b, "kind": kind, "columns": columns,
         "history": [{"point": p, "cells": [presentation.format_cell(p["metrics"].get(c.name), c.fmt)
                                            for c in columns]} for p in history],
-        "case_table": table, "replaced_by": replaced_by,
+        "case_table": table, "case_promise": kind.case_table_promise(b.config), "replaced_by": replaced_by,
         "events": list(sub.events.order_by("at", "id")),
     })
 

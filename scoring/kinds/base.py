@@ -493,8 +493,150 @@ class RoundKind(Kind):
         """The debug table's columns, in order."""
         return ()
 
+    def case_table_promise(self, config: Mapping[str, Any]) -> str:
+        """What the per-id table will show, said on a counted submission's page before resolution."""
+        return "The per-id table is shown once the round is resolved."
+
     def metric(self, name: str) -> MetricSpec:
         try:
             return super().metric(name)
         except KeyError:
             return MetricSpec(name, name)
+
+
+# ---------------------------------------------------------------------------
+# Helpers the round kinds share: universes of ids, per-id value files, windowed standings
+# ---------------------------------------------------------------------------
+
+MAX_ID_CHARS = 100
+MAX_LISTED_MISSING = 20
+UNIVERSE_MAX_BYTES = 50 * 1024 * 1024
+
+
+def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()) -> CaseSet:
+    """A universe file: ``id`` (each once, printable, no commas) plus optional numeric columns
+    starting with one of ``prefixes``; errors name the file, row and column."""
+    from scoring import csvfile
+    from scoring.errors import ErrorList
+
+    errs = ErrorList(file=filename or "universe.csv")
+    table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_MAX_BYTES, required=("id",),
+                               prefixes=tuple(prefixes), what="id")
+    pos = table.position()
+    extra = [h for h in table.header if prefixes and h.startswith(tuple(prefixes))]
+    seen: dict[str, int] = {}
+    cases: list[Case] = []
+    for row, rec in table.rows:
+        cid = rec[pos["id"]].strip()
+        ok = True
+        if not cid:
+            errs.add("empty id", row, "id")
+            ok = False
+        elif len(cid) > MAX_ID_CHARS or not cid.isprintable() or "," in cid:
+            errs.add(f"an id is at most {MAX_ID_CHARS} printable characters without commas; got {csvfile.show(cid)}",
+                     row, "id")
+            ok = False
+        elif cid in seen:
+            errs.add(f"duplicate id {cid!r} (first in row {seen[cid]})", row, "id")
+            ok = False
+        else:
+            seen[cid] = row
+        public: dict[str, float] = {}
+        for f in extra:
+            value, message = csvfile.number(rec[pos[f]])
+            if message:
+                errs.add(message, row, f)
+                ok = False
+            else:
+                public[f] = value
+        if ok:
+            cases.append(Case(cid, "public", public))
+    errs.raise_if_any()
+    return CaseSet(cases)
+
+
+def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], max_bytes: int,
+                   check=None, filename: str | None = None, every_id: bool = True,
+                   empty_ok: bool = False, what: str = "prediction") -> np.ndarray:
+    """A CSV ``id,<columns>`` aligned to the universe: (ids, columns) float64, NaN where empty.
+
+    Every id of the universe at most once (exactly once with ``every_id``); each cell a
+    finite number (an empty one allowed with ``empty_ok``), then ``check(value, raw)``
+    may return a message refusing it. Raises ValidationFailed naming every problem by
+    row and column (``filename`` names the file too).
+    """
+    from scoring import csvfile
+    from scoring.errors import ErrorList
+
+    errs = ErrorList(file=filename)
+    table = csvfile.read_table(data, errs=errs, max_bytes=max_bytes, required=("id", *columns), what=what)
+    pos = table.position()
+    index = universe.index
+    values = np.full((len(universe), len(columns)), np.nan)
+    first = np.zeros(len(universe), dtype=np.int64)
+    i_id = pos["id"]
+    cols = [(j, c, pos[c]) for j, c in enumerate(columns)]
+    for row, rec in table.rows:
+        if len(errs.items) >= errs.cap:
+            break
+        cid = rec[i_id].strip()
+        at = index.get(cid)
+        if at is None:
+            errs.add(f"unknown id {csvfile.show(cid)}: not in this round's universe" if cid else "empty id",
+                     row, "id")
+        elif first[at]:
+            errs.add(f"duplicate id {cid!r} (first in row {first[at]})", row, "id")
+            at = None
+        else:
+            first[at] = row
+        for j, col, p in cols:
+            raw = rec[p]
+            if empty_ok and not raw.strip():
+                continue
+            try:
+                v = float(raw)
+            except ValueError:
+                v, message = csvfile.number(raw)
+            else:
+                message = check(v, raw) if check is not None else None
+                if message is None and v - v != 0:  # NaN or infinite
+                    message = csvfile.number(raw)[1]
+            if message:
+                errs.add(message, row, col)
+            elif at is not None:
+                values[at, j] = v
+    missing = np.flatnonzero(first == 0)
+    if every_id and len(missing) and not errs.dropped:
+        for at in missing[:MAX_LISTED_MISSING]:
+            errs.add(f"no row for id {universe.ids[at]!r}: every id of the universe needs a {what}", None, "id")
+        if len(missing) > MAX_LISTED_MISSING:
+            errs.add(f"... and {len(missing) - MAX_LISTED_MISSING} more ids have no row "
+                     f"({len(missing)} of {len(universe)} missing)", None, "id")
+    errs.raise_if_any()
+    return values
+
+
+def windowed_mean_standings(results: Sequence[RoundResult], *, window: int, rank_by: str) -> Standings:
+    """Per entrant: the mean of each metric over its last ``window`` resolved rounds (``results``
+    newest first), n/a values left out of a mean; the row's score is the mean of ``rank_by``."""
+    import math
+
+    taken: dict[Any, list[RoundResult]] = {}
+    for result in results:
+        for entrant in result.metrics:
+            rounds = taken.setdefault(entrant, [])
+            if len(rounds) < window:
+                rounds.append(result)
+    rows = []
+    for entrant, rounds in taken.items():
+        sums: dict[str, list[float]] = {}
+        for r in rounds:
+            for name, value in r.metrics[entrant].items():
+                if value is not None and math.isfinite(value):
+                    sums.setdefault(name, []).append(value)
+                else:
+                    sums.setdefault(name, [])
+        means = {name: (sum(v) / len(v) if v else None) for name, v in sums.items()}
+        first_at = min(r.received_at[entrant] for r in rounds)
+        rows.append(Standing(entrant, means.get(rank_by), means, len(rounds), first_at))
+    return Standings(rows)

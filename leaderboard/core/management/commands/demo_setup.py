@@ -13,7 +13,7 @@ from leaderboard.core.services.submissions import entrant_default, submission_cr
 
 DEMO_MODULES = ("properties", "impact")
 # Round kinds: a demo module with DemoRound and baselines; rounds are opened, submitted to and scored here.
-ROUND_DEMO_MODULES = ("signals",)
+ROUND_DEMO_MODULES = ("signals", "ranking")
 DEMO_PASSWORD = "demo-password"
 DEMO_USERS = [
     # (username, staff)
@@ -95,7 +95,8 @@ class Command(BaseCommand):
         for label in module.BASELINES:
             owner, _ = User.objects.get_or_create(username=label)
             Entrant.objects.get_or_create(name=label, defaults={"owner": owner, "description": f"Baseline: {label}"})
-        entrant_flag(name=module.BENCHMARK_MODEL, benchmark_model=True)
+        if getattr(module, "BENCHMARK_MODEL", None):
+            entrant_flag(name=module.BENCHMARK_MODEL, benchmark_model=True)
         alice = User.objects.get(username="alice")
         today = timezone.now().date()
         for number in range(1, module.ROUNDS + 1):
@@ -114,19 +115,21 @@ class Command(BaseCommand):
             if last:
                 self.stdout.write(f"  {benchmark.slug}: round {number} open until {closes_at:%Y-%m-%d %H:%M} UTC")
                 break
-            stakes_load(round_=round_, data=demo.stakes_csv())
+            if hasattr(demo, "stakes_csv"):
+                stakes_load(round_=round_, data=demo.stakes_csv())
             round_close(round_=round_)
             opened = timezone.now() - dt.timedelta(weeks=weeks_ago + 1)
             Round.objects.filter(pk=round_.pk).update(opens_at=opened, closes_at=opened + dt.timedelta(days=6))
             start = today - dt.timedelta(weeks=weeks_ago) - dt.timedelta(days=module.INTERIM_DAYS)
             resolving = number == module.ROUNDS - 1
+            window = getattr(module, "WINDOW_DAYS", 20)  # days until the final truth
             for day in range(module.INTERIM_DAYS):
-                progress = (day + 1) / 20
+                progress = (day + 1) / window
                 round_truth_load(round_=round_, data=demo.truth_csv(progress), filename=f"targets-day-{day + 1}.csv",
                                  final=False, as_of=start + dt.timedelta(days=day))
             if not resolving:
                 round_truth_load(round_=round_, data=demo.truth_csv(1.0), filename="targets-final.csv", final=True,
-                                 as_of=min(start + dt.timedelta(days=20), today))
+                                 as_of=min(start + dt.timedelta(days=window), today))
             for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
                 round_version_score(round_id=round_.pk, version=tv.version)
             self.stdout.write(f"  {benchmark.slug}: round {number} "
