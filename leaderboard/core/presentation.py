@@ -333,13 +333,16 @@ def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
-                  entrants: Sequence[str]) -> dict[str, Any] | None:
+                  entrants: Sequence[str], reference: tuple[str, str] | None = None) -> dict[str, Any] | None:
     """One metric over a round's truth versions, one line per entrant, as inline-SVG geometry.
 
     ``history``: ``selectors.round_history`` (entrant -> points per version);
     ``entrants``: which ones to draw, in legend order. Each line ends in its
     entrant's name (no hover needed); the same numbers come as ``table``.
     Versions sit evenly along x, labelled with their date (or "final").
+    ``reference``: (metric name, label) of a round-wide series (the kind's
+    ``chart_reference``), read from any entrant's point of each version and
+    drawn as one more line, dark and dotted.
     """
     series = {e["entrant"]: e["points"] for e in history if e["entrant"] in set(entrants)}
     versions: dict[int, Mapping[str, Any]] = {}
@@ -349,8 +352,15 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
     if not versions:
         return None
     order = sorted(versions)
-    values = [p["metrics"].get(metric.name) for pts in series.values() for p in pts]
-    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    ref_values: dict[int, float] = {}
+    if reference is not None:
+        for e in history:
+            for p in e["points"]:
+                v = p["metrics"].get(reference[0])
+                if p["version"] in versions and isinstance(v, (int, float)) and math.isfinite(v):
+                    ref_values.setdefault(p["version"], v)
+    values = [p["metrics"].get(metric.name) for pts in series.values() for p in pts] + list(ref_values.values())
+    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
     if not values:
         return None
     ticks = _nice_ticks(min(values + [0.0]), max(values + [0.0]))
@@ -375,6 +385,11 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         lines.append({"name": name, "points": " ".join(f"{px},{py}" for px, py in pts), "colour": colour,
                       "dash": dash, "dots": [{"x": px, "y": py} for px, py in pts]})
         labels.append({"name": name, "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": colour})
+    if ref_values:
+        pts = [(x(i), y(ref_values[v])) for i, v in enumerate(order) if v in ref_values]
+        lines.append({"name": reference[1], "points": " ".join(f"{px},{py}" for px, py in pts), "colour": "#1a202c",
+                      "dash": "1 4", "dots": [{"x": px, "y": py} for px, py in pts], "reference": True})
+        labels.append({"name": reference[1], "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": "#1a202c"})
     # Keep end labels apart (at least 15 units: a label is 12 high), in the order of their lines' ends.
     labels.sort(key=lambda lab: lab["y"])
     for i in range(1, len(labels)):
@@ -389,6 +404,8 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
             continue
         by_version = {p["version"]: p["metrics"].get(metric.name) for p in series[name]}
         table.append({"entrant": name, "values": [by_version.get(v) for v in order]})
+    if ref_values:
+        table.append({"entrant": reference[1], "values": [ref_values.get(v) for v in order], "reference": True})
     return {
         "metric": metric,
         "width": ICHART_W, "height": ICHART_H, "left": ICHART_LEFT, "right": ICHART_W - ICHART_RIGHT,
@@ -396,7 +413,7 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         "y_ticks": [{"y": y(t), "label": metric.fmt.format(t) if metric.fmt else f"{t:g}"} for t in ticks],
         "zero": y(0.0) if low < 0 < high else None,
         "x_ticks": x_ticks, "lines": lines, "labels": labels, "has_final": any(t["final"] for t in x_ticks),
-        "columns": x_ticks, "table": table,
+        "columns": x_ticks, "table": table, "reference": reference[1] if ref_values else None,
         "x_label_y": ICHART_H - 6, "x_mid": round(ICHART_LEFT + pw / 2, 2), "y_mid": round(ICHART_TOP + ph / 2, 2),
     }
 
@@ -435,6 +452,8 @@ def format_cell(value: Any, fmt: str = "{:.4f}") -> str:
     """A value formatted for a table cell: "n/a" when missing, else ``fmt`` (or str)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     try:
         return fmt.format(value)
     except (ValueError, TypeError):

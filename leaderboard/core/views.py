@@ -102,7 +102,7 @@ def round_benchmark_detail(request, b: Benchmark):
         kind.tracks[0] if kind.tracks else "")
     page_number, page_size = selectors.board_paging(request.GET, strict=False)
     board = selectors.standings_page(b, track=track, page=page_number, page_size=page_size)
-    columns = list(kind.board_metrics(b.config))
+    columns = list(kind.standings_metrics(b.config))
     rounds = selectors.rounds_of(b)
     return render(request, "core/round_benchmark_detail.html", {
         "benchmark": b, "kind": kind, "track": track,
@@ -134,7 +134,8 @@ def round_detail(request, slug, number):
     mine = ([e.name for e in request.user.entrants.all()] if request.user.is_authenticated else [])
     drawn = top + [m for m in mine if m not in top]
     history = selectors.round_history(round_, entrant_names=drawn)
-    charts = [c for c in (presentation.interim_chart(history, kind.metric(m), entrants=drawn)
+    reference = kind.chart_reference(b.config)
+    charts = [c for c in (presentation.interim_chart(history, kind.metric(m), entrants=drawn, reference=reference)
                           for m in kind.chart_metrics(b.config)) if c]
     return render(request, "core/round_detail.html", {
         "benchmark": b, "kind": kind, "round": round_,
@@ -145,6 +146,34 @@ def round_detail(request, slug, number):
         "charts": charts,
         "notes": list((round_.data or {}).get("notes", [])),
         "kind_template": kind.round_template,
+        "kind_public": selectors.round_public(round_),
+    })
+
+
+def comparison_sets(request, slug):
+    """A round benchmark's comparison sets per track (the fair ranking surface), with the
+    all-available history beside them as context."""
+    b = _benchmark(request, slug)
+    kind = b.kind_impl
+    if not getattr(kind, "has_comparison_sets", False):
+        raise Http404("this benchmark has no comparison sets")
+    track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else kind.tracks[0]
+    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    view = selectors.comparison_sets_view(b, track=track, page=page_number, page_size=page_size)
+    score, ret = kind.metric(kind.ranking_metric_for(b.config)), kind.metric("return")
+
+    def cells(row: dict) -> dict:
+        return {**row, "score_text": presentation.format_cell(row["score"], score.fmt),
+                "return_text": presentation.format_cell(row["return_sum"], ret.fmt),
+                "oracle_text": presentation.format_cell(row["oracle_sum"], ret.fmt)}
+
+    sets = [{**s, "number": i, "rows": [cells(r) for r in s["rows"]],
+             "oracle_text": presentation.format_cell(s["oracle_sum"], ret.fmt)}
+            for i, s in enumerate(view["sets"], start=1)]
+    return render(request, "core/comparison_sets.html", {
+        "benchmark": b, "kind": kind, "track": track, "sets": sets,
+        "history": [cells(h) for h in view["history"]], "updated_at": view["updated_at"],
+        "page": page_number, "page_size": page_size, "has_next": view["has_next"],
     })
 
 

@@ -117,6 +117,8 @@ class Kind:
     # File names a bundle folder may hold (besides benchmark.json).
     bundle_files: ClassVar[tuple[str, ...]] = ("cases.csv",)
     submission_formats: ClassVar[tuple[str, ...]] = ("csv",)
+    # Top-level keys of a JSON body that is itself a submission (without a "predictions" wrapper).
+    json_submission_keys: ClassVar[tuple[str, ...]] = ()
     # The columns of a per-case row that carry only what the participant sent
     # (never truth, never correctness): what a row shows while its case's truth
     # is hidden. Exact names, and name prefixes.
@@ -405,8 +407,6 @@ class RoundKind(Kind):
     ranks_provisional: ClassVar[bool] = True
     # Does the kind publish comparison sets per track (a standings document "comparison_sets")?
     has_comparison_sets: ClassVar[bool] = False
-    # Top-level keys of a JSON body that is itself a submission (without a "predictions" wrapper).
-    json_submission_keys: ClassVar[tuple[str, ...]] = ()
 
     # -- bundles: a round benchmark's bundle is benchmark.json alone --------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:

@@ -235,6 +235,10 @@ class SubmissionCreateOrList(APIView):
                 except BadInput as exc:
                     raise InputRejected.from_bad_input(exc) from None
             kwargs = {"predictions": predictions}
+        elif (isinstance(request.data, dict) and request.content_type.startswith("application/json")
+              and set(request.data) & set(b.kind_impl.json_submission_keys)):
+            # A kind whose submission is a JSON object (portfolio) takes it as the body itself.
+            kwargs = {"predictions": {k: v for k, v in request.data.items() if k not in ("entrant", "round")}}
         else:
             return error_response([RowError("send a file (multipart field 'file') or a JSON body with 'predictions'",
                                              column="file")], 400)
