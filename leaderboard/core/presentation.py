@@ -419,17 +419,22 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
 
 
 def board_cells(rows: Sequence[Any], columns: Sequence[MetricSpec],
-                intervals: Mapping[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+                intervals: Mapping[str, tuple[str, str]] | None = None,
+                withheld: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Board rows with their metric cells formatted once, in Python (a template tag per cell
     costs more than the whole query at 100 rows). A cell whose metric has an interval (the
-    kind's ``metric_intervals``) carries its bounds' text as ``low`` and ``high``."""
+    kind's ``metric_intervals``) carries its bounds' text as ``low`` and ``high``. A provisional
+    row's missing value of a ``withheld`` metric (the kind's ``withheld_metrics``) reads "withheld"."""
     intervals = intervals or {}
     out = []
     for row in rows:
         metrics = row.metrics or {}
         cells = []
         for spec in columns:
-            cell = {"name": spec.name, "text": format_cell(metrics.get(spec.name), spec.fmt), "low": None, "high": None}
+            text = format_cell(metrics.get(spec.name), spec.fmt)
+            if metrics.get(spec.name) is None and spec.name in withheld and getattr(row, "provisional", False):
+                text = "withheld"  # an interim version does not give it: waiting, not unavailable
+            cell = {"name": spec.name, "text": text, "low": None, "high": None}
             bounds = intervals.get(spec.name)
             if bounds and all(isinstance(metrics.get(b), (int, float)) for b in bounds) and metrics.get(spec.name) is not None:
                 cell["low"], cell["high"] = (format_cell(metrics[b], spec.fmt) for b in bounds)

@@ -139,7 +139,8 @@ def round_detail(request, slug, number):
                           for m in kind.chart_metrics(b.config)) if c]
     return render(request, "core/round_detail.html", {
         "benchmark": b, "kind": kind, "round": round_,
-        "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
+        "board": board, "columns": columns,
+        "rows": presentation.board_cells(board.rows, columns, withheld=kind.withheld_metrics(b.config)),
         "find_me": selectors.round_board_find(round_, request.user, page_size=page_size),
         "versions": selectors.round_truth_versions(round_),
         "audit": selectors.round_audit(round_),

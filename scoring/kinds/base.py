@@ -497,6 +497,10 @@ class RoundKind(Kind):
         """A round-wide series drawn beside the entrants' lines: (metric name, label), or None."""
         return None
 
+    def withheld_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        """Metrics an interim truth version does not give (pages say "withheld", not "n/a")."""
+        return ()
+
     def standings_metrics(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
         """The columns of the standings (default: the round board's)."""
         return self.board_metrics(config)

@@ -151,6 +151,9 @@ class PortfolioKind(RoundKind):
     def chart_reference(self, config: Mapping[str, Any]) -> tuple[str, str] | None:
         return ("sp500_return", "S&P 500")
 
+    def withheld_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        return tuple(m.name for m in METRICS if m.name not in PROVISIONAL)
+
     def standings_metrics(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
         return STANDINGS_METRICS
 
