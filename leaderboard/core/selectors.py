@@ -559,7 +559,7 @@ def round_submission_case_rows(submission: Submission, *, viewer=None) -> list[d
         return None
     import numpy as np
 
-    universe = round_universe(round_)
+    universe = round_universe(round_, columns=True)  # the universe's numbers (start prices) feed some tables
     values = np.frombuffer(bytes(array.data), dtype=np.float64).reshape(array.rows, len(array.columns))
     kind = submission.benchmark.kind_impl
     return kind.round_case_rows(values, universe=universe, truth=round_truth(version, universe),
