@@ -105,3 +105,35 @@ def test_comparison_sets_only_for_portfolio_and_declared_in_the_schema(db, tmp_p
     op = schema["paths"]["/api/benchmarks/{slug}/comparison-sets/"]["get"]
     ref = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
     assert {"sets", "history", "track", "next"} <= set(schema["components"]["schemas"][ref]["properties"])
+
+
+def test_round_and_comparison_pages_take_the_same_queries_for_more_models(bench, client):
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    User = get_user_model()
+
+    def resolved_round(n_models: int, number: int) -> None:
+        r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+        for i in range(n_models):
+            user, _ = User.objects.get_or_create(username=f"model{i}")
+            submission_create(user=user, benchmark=bench, filename="p.json",
+                              data=portfolio_json({"ALPHA": 10 * (i % 10), "CASH": 100 - 10 * (i % 10)}, 0.5, "r"))
+        round_close(round_=r)
+        round_truth_load(round_=r, data=prices_csv({"ALPHA": 84, "BRAVO": 26, "SP500": 5050}), filename="f.csv",
+                         final=False, as_of=__import__("datetime").date(2026, 1, number))
+        round_truth_load(round_=r, data=prices_csv({"ALPHA": 88, "BRAVO": 24, "SP500": 5050}), filename="f.csv",
+                         final=True)
+        scored(r)
+
+    def count(path: str) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(path).status_code == 200
+        return len(queries)
+
+    resolved_round(3, 1)
+    few = (count(f"/b/{bench.slug}/rounds/1/"), count(f"/b/{bench.slug}/comparison-sets/"))
+    resolved_round(12, 2)
+    many = (count(f"/b/{bench.slug}/rounds/2/"), count(f"/b/{bench.slug}/comparison-sets/"))
+    assert many == few and max(many) <= 25, (few, many)
