@@ -389,6 +389,7 @@ def round_submission_detail(request, sub: Submission):
     kind = b.kind_impl
     columns = list(kind.board_metrics(b.config))
     history = selectors.submission_round_scores(sub)
+    withheld = set(kind.withheld_metrics(b.config))
     rows = selectors.round_submission_case_rows(sub, viewer=request.user) if sub.is_counted else None
     table = None
     if rows:
@@ -401,8 +402,9 @@ def round_submission_detail(request, sub: Submission):
                        .values_list("pk", flat=True).first())
     return render(request, "core/round_submission_detail.html", {
         "sub": sub, "benchmark": b, "kind": kind, "columns": columns,
-        "history": [{"point": p, "cells": [presentation.format_cell(p["metrics"].get(c.name), c.fmt)
-                                           for c in columns]} for p in history],
+        "history": [{"point": p, "cells": [
+            "withheld" if p["interim"] and c.name in withheld and p["metrics"].get(c.name) is None
+            else presentation.format_cell(p["metrics"].get(c.name), c.fmt) for c in columns]} for p in history],
         "case_table": table, "replaced_by": replaced_by,
         "events": list(sub.events.order_by("at", "id")),
     })

@@ -349,7 +349,7 @@ def test_live_portfolio_round_through_the_client(live, transactional_db, tmp_pat
         boss.round_close("live-cap", 1)
         boss.truth_load("live-cap", 1, "prices.csv")
         mine = [s for s in me.submissions("live-cap") if s.id != args["first"]][0]
-        done = me.wait(mine.id, timeout=60, interval=0.2)
+        done = me.wait(mine.id, timeout=60, interval=0.2, until=("scored", "failed"))  # not "accepted"
         first = me.submission(args["first"])
         sets = me.comparison_sets("live-cap", track="weekly")
         print(json.dumps({"status": done.status, "scores": done.scores["public"], "first": first.status,

@@ -137,3 +137,21 @@ def test_round_and_comparison_pages_take_the_same_queries_for_more_models(bench,
     resolved_round(12, 2)
     many = (count(f"/b/{bench.slug}/rounds/2/"), count(f"/b/{bench.slug}/comparison-sets/"))
     assert many == few and max(many) <= 25, (few, many)
+
+
+def test_pending_submission_page_says_withheld_not_na(bench, users, client):
+    import datetime as dt
+
+    r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    sub = submission_create(user=users["owner"], benchmark=bench, filename="p.json",
+                            data=portfolio_json({"ALPHA": 50, "CASH": 50})).submission
+    round_close(round_=r)
+    # ALPHA 80 -> 84: +5% x 0.5 = +2.50% provisional; the rest waits for the final prices.
+    round_truth_load(round_=r, data=prices_csv({"ALPHA": 84, "BRAVO": 25, "SP500": 5000}), filename="i.csv",
+                     final=False, as_of=dt.date(2026, 6, 1))
+    scored(r)
+    client.force_login(users["owner"])
+    html = client.get(f"/submissions/{sub.pk}/").content.decode()
+    assert "+2.50%" in html and html.count(">withheld<") == 4
+    board = client.get(f"/b/{bench.slug}/rounds/1/").content.decode()
+    assert board.count(">withheld<") == 4 and "Withheld until the final truth" in board
