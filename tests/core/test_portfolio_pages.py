@@ -155,3 +155,18 @@ def test_pending_submission_page_says_withheld_not_na(bench, users, client):
     assert "+2.50%" in html and html.count(">withheld<") == 4
     board = client.get(f"/b/{bench.slug}/rounds/1/").content.decode()
     assert board.count(">withheld<") == 4 and "Withheld until the final truth" in board
+
+
+def test_standings_api_defaults_to_the_first_track(bench, users):
+    r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    submission_create(user=users["owner"], benchmark=bench, filename="p.json", data=portfolio_json({"BRAVO": 100}))
+    round_close(round_=r)
+    round_truth_load(round_=r, data=prices_csv({"ALPHA": 88, "BRAVO": 24, "SP500": 5050}), filename="f.csv",
+                     final=True)
+    scored(r)
+    api = APIClient()
+    weekly = api.get(f"/api/benchmarks/{bench.slug}/leaderboard/").json()
+    assert weekly["track"] == "weekly" and [row["entrant"] for row in weekly["rows"]] == ["owner"]
+    # BRAVO 25 -> 24: -4% against an oracle of +10% (ALPHA 80 -> 88): -40 over its one round.
+    assert weekly["rows"][0]["score"] == pytest.approx(-40.0) and weekly["rows"][0]["rounds"] == 1
+    assert api.get(f"/api/benchmarks/{bench.slug}/leaderboard/?track=monthly").json()["rows"] == []
