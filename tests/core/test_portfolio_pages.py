@@ -2,6 +2,7 @@
 open, pending and resolved; the example file; the per-option table; the schema."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -122,7 +123,7 @@ def test_round_and_comparison_pages_take_the_same_queries_for_more_models(bench,
                               data=portfolio_json({"ALPHA": 10 * (i % 10), "CASH": 100 - 10 * (i % 10)}, 0.5, "r"))
         round_close(round_=r)
         round_truth_load(round_=r, data=prices_csv({"ALPHA": 84, "BRAVO": 26, "SP500": 5050}), filename="f.csv",
-                         final=False, as_of=__import__("datetime").date(2026, 1, number))
+                         final=False, as_of=dt.date(2026, 1, number))
         round_truth_load(round_=r, data=prices_csv({"ALPHA": 88, "BRAVO": 24, "SP500": 5050}), filename="f.csv",
                          final=True)
         scored(r)
@@ -140,8 +141,6 @@ def test_round_and_comparison_pages_take_the_same_queries_for_more_models(bench,
 
 
 def test_pending_submission_page_says_withheld_not_na(bench, users, client):
-    import datetime as dt
-
     r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
     sub = submission_create(user=users["owner"], benchmark=bench, filename="p.json",
                             data=portfolio_json({"ALPHA": 50, "CASH": 50})).submission
