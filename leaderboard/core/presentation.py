@@ -351,13 +351,16 @@ def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
-                  entrants: Sequence[str]) -> dict[str, Any] | None:
+                  entrants: Sequence[str], reference: tuple[str, str] | None = None) -> dict[str, Any] | None:
     """One metric over a round's truth versions, one line per entrant, as inline-SVG geometry.
 
     ``history``: ``selectors.round_history`` (entrant -> points per version);
     ``entrants``: which ones to draw, in legend order. Each line ends in its
     entrant's name (no hover needed); the same numbers come as ``table``.
     Versions sit evenly along x, labelled with their date (or "final").
+    ``reference``: (metric name, label) of a round-wide series (the kind's
+    ``chart_reference``), read from any entrant's point of each version and
+    drawn as one more line, dark and dotted.
     """
     series = {e["entrant"]: e["points"] for e in history if e["entrant"] in set(entrants)}
     versions: dict[int, Mapping[str, Any]] = {}
@@ -367,8 +370,15 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
     if not versions:
         return None
     order = sorted(versions)
-    values = [p["metrics"].get(metric.name) for pts in series.values() for p in pts]
-    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    ref_values: dict[int, float] = {}
+    if reference is not None:
+        for e in history:
+            for p in e["points"]:
+                v = p["metrics"].get(reference[0])
+                if p["version"] in versions and isinstance(v, (int, float)) and math.isfinite(v):
+                    ref_values.setdefault(p["version"], v)
+    values = [p["metrics"].get(metric.name) for pts in series.values() for p in pts] + list(ref_values.values())
+    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
     if not values:
         return None
     ticks = _nice_ticks(min(values + [0.0]), max(values + [0.0]))
@@ -393,6 +403,11 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         lines.append({"name": name, "points": " ".join(f"{px},{py}" for px, py in pts), "colour": colour,
                       "dash": dash, "dots": [{"x": px, "y": py} for px, py in pts]})
         labels.append({"name": name, "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": colour})
+    if ref_values:
+        pts = [(x(i), y(ref_values[v])) for i, v in enumerate(order) if v in ref_values]
+        lines.append({"name": reference[1], "points": " ".join(f"{px},{py}" for px, py in pts), "colour": "#1a202c",
+                      "dash": "1 4", "dots": [{"x": px, "y": py} for px, py in pts], "reference": True})
+        labels.append({"name": reference[1], "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": "#1a202c"})
     # Keep end labels apart (at least 15 units: a label is 12 high), in the order of their lines' ends.
     labels.sort(key=lambda lab: lab["y"])
     for i in range(1, len(labels)):
@@ -407,6 +422,8 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
             continue
         by_version = {p["version"]: p["metrics"].get(metric.name) for p in series[name]}
         table.append({"entrant": name, "values": [by_version.get(v) for v in order]})
+    if ref_values:
+        table.append({"entrant": reference[1], "values": [ref_values.get(v) for v in order], "reference": True})
     return {
         "metric": metric,
         "width": ICHART_W, "height": ICHART_H, "left": ICHART_LEFT, "right": ICHART_W - ICHART_RIGHT,
@@ -414,23 +431,28 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         "y_ticks": [{"y": y(t), "label": metric.fmt.format(t) if metric.fmt else f"{t:g}"} for t in ticks],
         "zero": y(0.0) if low < 0 < high else None,
         "x_ticks": x_ticks, "lines": lines, "labels": labels, "has_final": any(t["final"] for t in x_ticks),
-        "columns": x_ticks, "table": table,
+        "columns": x_ticks, "table": table, "reference": reference[1] if ref_values else None,
         "x_label_y": ICHART_H - 6, "x_mid": round(ICHART_LEFT + pw / 2, 2), "y_mid": round(ICHART_TOP + ph / 2, 2),
     }
 
 
 def board_cells(rows: Sequence[Any], columns: Sequence[MetricSpec],
-                intervals: Mapping[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+                intervals: Mapping[str, tuple[str, str]] | None = None,
+                withheld: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Board rows with their metric cells formatted once, in Python (a template tag per cell
     costs more than the whole query at 100 rows). A cell whose metric has an interval (the
-    kind's ``metric_intervals``) carries its bounds' text as ``low`` and ``high``."""
+    kind's ``metric_intervals``) carries its bounds' text as ``low`` and ``high``. A provisional
+    row's missing value of a ``withheld`` metric (the kind's ``withheld_metrics``) reads "withheld"."""
     intervals = intervals or {}
     out = []
     for row in rows:
         metrics = row.metrics or {}
         cells = []
         for spec in columns:
-            cell = {"name": spec.name, "text": format_cell(metrics.get(spec.name), spec.fmt), "low": None, "high": None}
+            text = format_cell(metrics.get(spec.name), spec.fmt)
+            if metrics.get(spec.name) is None and spec.name in withheld and getattr(row, "provisional", False):
+                text = "withheld"  # an interim version does not give it: waiting, not unavailable
+            cell = {"name": spec.name, "text": text, "low": None, "high": None}
             bounds = intervals.get(spec.name)
             if bounds and all(isinstance(metrics.get(b), (int, float)) for b in bounds) and metrics.get(spec.name) is not None:
                 cell["low"], cell["high"] = (format_cell(metrics[b], spec.fmt) for b in bounds)
@@ -453,6 +475,8 @@ def format_cell(value: Any, fmt: str = "{:.4f}") -> str:
     """A value formatted for a table cell: "n/a" when missing, else ``fmt`` (or str)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     try:
         return fmt.format(value)
     except (ValueError, TypeError):

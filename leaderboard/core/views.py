@@ -102,7 +102,7 @@ def round_benchmark_detail(request, b: Benchmark):
         kind.tracks[0] if kind.tracks else "")
     page_number, page_size = selectors.board_paging(request.GET, strict=False)
     board = selectors.standings_page(b, track=track, page=page_number, page_size=page_size)
-    columns = list(kind.board_metrics(b.config))
+    columns = list(kind.standings_metrics(b.config))
     rounds = selectors.rounds_of(b)
     open_ids = set(selectors.rounds_open(b).values_list("pk", flat=True))
     return render(request, "core/round_benchmark_detail.html", {
@@ -135,17 +135,47 @@ def round_detail(request, slug, number):
     mine = ([e.name for e in request.user.entrants.all()] if request.user.is_authenticated else [])
     drawn = top + [m for m in mine if m not in top]
     history = selectors.round_history(round_, entrant_names=drawn)
-    charts = [c for c in (presentation.interim_chart(history, kind.metric(m), entrants=drawn)
+    reference = kind.chart_reference(b.config)
+    charts = [c for c in (presentation.interim_chart(history, kind.metric(m), entrants=drawn, reference=reference)
                           for m in kind.chart_metrics(b.config)) if c]
     return render(request, "core/round_detail.html", {
         "benchmark": b, "kind": kind, "round": round_,
-        "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
+        "board": board, "columns": columns,
+        "rows": presentation.board_cells(board.rows, columns, withheld=kind.withheld_metrics(b.config)),
         "find_me": selectors.round_board_find(round_, request.user, page_size=page_size),
         "versions": selectors.round_truth_versions(round_),
         "audit": selectors.round_audit(round_),
         "charts": charts,
         "notes": list((round_.data or {}).get("notes", [])),
         "kind_template": kind.round_template,
+        "kind_public": selectors.round_public(round_),
+    })
+
+
+def comparison_sets(request, slug):
+    """A round benchmark's comparison sets per track (the fair ranking surface), with the
+    all-available history beside them as context."""
+    b = _benchmark(request, slug)
+    kind = b.kind_impl
+    if not getattr(kind, "has_comparison_sets", False):
+        raise Http404("this benchmark has no comparison sets")
+    track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else kind.tracks[0]
+    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    view = selectors.comparison_sets_view(b, track=track, page=page_number, page_size=page_size)
+    score, ret = kind.metric(kind.ranking_metric_for(b.config)), kind.metric("return")
+
+    def cells(row: dict) -> dict:
+        return {**row, "score_text": presentation.format_cell(row["score"], score.fmt),
+                "return_text": presentation.format_cell(row["return_sum"], ret.fmt),
+                "oracle_text": presentation.format_cell(row["oracle_sum"], ret.fmt)}
+
+    sets = [{**s, "number": i, "rows": [cells(r) for r in s["rows"]],
+             "oracle_text": presentation.format_cell(s["oracle_sum"], ret.fmt)}
+            for i, s in enumerate(view["sets"], start=1)]
+    return render(request, "core/kinds/portfolio_comparison_sets.html", {
+        "benchmark": b, "kind": kind, "track": track, "sets": sets,
+        "history": [cells(h) for h in view["history"]], "updated_at": view["updated_at"],
+        "page": page_number, "page_size": page_size, "has_next": view["has_next"],
     })
 
 
@@ -360,6 +390,7 @@ def round_submission_detail(request, sub: Submission):
     kind = b.kind_impl
     columns = list(kind.board_metrics(b.config))
     history = selectors.submission_round_scores(sub)
+    withheld = set(kind.withheld_metrics(b.config))
     rows = selectors.round_submission_case_rows(sub, viewer=request.user) if sub.is_counted else None
     table = None
     if rows:
@@ -372,8 +403,9 @@ def round_submission_detail(request, sub: Submission):
                        .values_list("pk", flat=True).first())
     return render(request, "core/round_submission_detail.html", {
         "sub": sub, "benchmark": b, "kind": kind, "columns": columns,
-        "history": [{"point": p, "cells": [presentation.format_cell(p["metrics"].get(c.name), c.fmt)
-                                           for c in columns]} for p in history],
+        "history": [{"point": p, "cells": [
+            "withheld" if p["interim"] and c.name in withheld and p["metrics"].get(c.name) is None
+            else presentation.format_cell(p["metrics"].get(c.name), c.fmt) for c in columns]} for p in history],
         "case_table": table, "case_promise": kind.case_table_promise(b.config), "replaced_by": replaced_by,
         "events": list(sub.events.order_by("at", "id")),
     })

@@ -114,6 +114,8 @@ class Kind:
     # File names a bundle folder may hold (besides benchmark.json).
     bundle_files: ClassVar[tuple[str, ...]] = ("cases.csv",)
     submission_formats: ClassVar[tuple[str, ...]] = ("csv",)
+    # Top-level keys of a JSON body that is itself a submission (without a "predictions" wrapper).
+    json_submission_keys: ClassVar[tuple[str, ...]] = ()
     # The columns of a per-case row that carry only what the participant sent
     # (never truth, never correctness): what a row shows while its case's truth
     # is hidden. Exact names, and name prefixes.
@@ -403,6 +405,10 @@ class RoundKind(Kind):
     tracks: ClassVar[tuple[str, ...]] = ()
     # The round page's kind partial (a template name), if the kind has one.
     round_template: ClassVar[str | None] = None
+    # Do provisional (interim) boards rank? False: rank stays withheld (None) until final truth.
+    ranks_provisional: ClassVar[bool] = True
+    # Does the kind publish comparison sets per track (a standings document "comparison_sets")?
+    has_comparison_sets: ClassVar[bool] = False
 
     # -- bundles: a round benchmark's bundle is benchmark.json alone --------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
@@ -488,6 +494,25 @@ class RoundKind(Kind):
     def chart_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
         """Metrics the round page charts over the truth versions (provisional series)."""
         return (self.ranking_metric_for(config),)
+
+    def chart_reference(self, config: Mapping[str, Any]) -> tuple[str, str] | None:
+        """A round-wide series drawn beside the entrants' lines: (metric name, label), or None."""
+        return None
+
+    def withheld_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        """Metrics an interim truth version does not give (pages say "withheld", not "n/a")."""
+        return ()
+
+    def standings_metrics(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+        """The columns of the standings (default: the round board's)."""
+        return self.board_metrics(config)
+
+    def round_public(self, universe: Universe, frozen: Sequence[Mapping[str, Any]],
+                     config: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What the round page and the round's API answer show beyond the board (JSON-serialisable),
+        for the kind's partial. ``frozen``: after close, the counted submissions and consistency runs
+        (``entrant``, ``audit_hash``, ``received_at``, ``repeat``, ``values``, ``meta``); empty while open."""
+        return None
 
     def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
         """The debug table's columns, in order."""

@@ -149,6 +149,8 @@ class Leaderboard(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("split", str, enum=["public", "private"],
                                      description="private only after the organiser's reveal"),
+                    OpenApiParameter("track", str, description="round benchmarks with tracks (portfolio: weekly, "
+                                                               "monthly); default: the first track"),
                     *PAGING_PARAMETERS],
         responses={200: s.LeaderboardSerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
         summary="Ranked leaderboard rows (standings across resolved rounds for round benchmarks)",
@@ -160,7 +162,7 @@ class Leaderboard(APIView):
             return error
         kind = b.kind_impl
         if kind.is_round_kind:  # standings across resolved rounds
-            track = request.query_params.get("track", "")
+            track = request.query_params.get("track", "") or (kind.tracks[0] if kind.tracks else "")
             if track and track not in kind.tracks:
                 return error_response([RowError(f"unknown track {track!r}", column="track")], 400)
             page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])

@@ -1,7 +1,8 @@
 """The one place an upload becomes predictions, for the pages and the API alike.
 
 An upload is a file (the page's form, the API's multipart ``file``) or a JSON
-body ``{"predictions": [...]}`` (or that list as JSON text in a form field).
+body ``{"predictions": [...]}`` (or that list as JSON text in a form field); a kind
+whose submission is a JSON object (portfolio) may take the body itself.
 ``predictions_source`` reads either, refusing an oversized file before it is
 read and JSON the database could not hold; ``predictions_parse`` hands it to the
 kind, against a static round's cases or a round's universe. Uploads
@@ -63,6 +64,10 @@ def predictions_source(*, benchmark: Benchmark, upload=None, body: Any = None,
             except BadInput as exc:
                 raise ValidationFailed(bad_input_errors(exc)) from None
         return PredictionsSource(predictions=predictions)
+    keys = benchmark.kind_impl.json_submission_keys
+    if body_is_json and isinstance(body, Mapping) and keys and set(body) & set(keys):
+        # A kind whose submission is a JSON object (portfolio) takes the body itself.
+        return PredictionsSource(predictions={k: v for k, v in body.items() if k not in ("entrant", "round")})
     raise ValidationFailed([RowError(NOTHING_SENT, column="file")])
 
 
