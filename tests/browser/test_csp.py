@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from leaderboard.core.models import Case
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
 from tests.conftest import MINI_ROWS, write_properties_bundle
 
@@ -41,5 +42,8 @@ def test_csp_header_is_sent_and_the_api_docs_admin_and_pages_run_under_it(live_s
     page.wait_for_url(f"{base}/admin/")
     page.goto(f"{base}/admin/core/benchmark/")
     page.wait_for_selector("#result_list")
+    # A case's texts wrap by a class of the admin's own stylesheet, not an inline style.
+    page.goto(f"{base}/admin/core/case/{Case.objects.order_by('pk').first().pk}/change/")
+    assert page.locator("pre.wrapped").first.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
 
     assert page.console_errors == [], page.console_errors
