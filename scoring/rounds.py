@@ -378,6 +378,7 @@ class RoundMatrix:
         workers: int | None = None,
     ):
         self.values = np.ascontiguousarray(values, dtype=np.float64)  # (submissions, ids)
+        self.shape = self.values.shape
         self.ids = ids
         self.names = names
         self.chunk_size = max(1, chunk_size or DEFAULT_CHUNK_SIZE)
@@ -388,9 +389,19 @@ class RoundMatrix:
     def from_frame(cls, frame: pd.DataFrame, **options: Any) -> RoundMatrix:
         return cls(frame.to_numpy(dtype=np.float64).T, frame.index, frame.columns, **options)
 
+    @classmethod
+    def from_ranks(cls, ranks: Ranks, ids: pd.Index, names: pd.Index, **options: Any) -> RoundMatrix:
+        """A matrix known only by its ranks over one set of rows (FNC's neutralized
+        submissions): it scores families ranked over exactly those rows, nothing else."""
+        matrix = cls(np.empty((0, 0)), ids, names, **options)
+        matrix.values = None
+        matrix.shape = ranks.codes.shape
+        matrix._ranks[None if ranks.rows.all() else ranks.rows.tobytes()] = ranks
+        return matrix
+
     @property
     def n_ids(self) -> int:
-        return self.values.shape[1]
+        return self.shape[1]
 
     def chunks(self, cols: np.ndarray) -> list[np.ndarray]:
         return [cols[i : i + self.chunk_size] for i in range(0, len(cols), self.chunk_size)]
@@ -416,6 +427,8 @@ class RoundMatrix:
             rows = None
         key = None if rows is None else rows.tobytes()
         if key not in self._ranks:
+            if self.values is None:
+                raise ValueError("this matrix is known by its ranks over one set of rows only")
             m, n = self.values.shape
             codes = np.empty((m, n), dtype=np.int32)
             counts = np.empty(m, dtype=np.int64)
@@ -588,7 +601,7 @@ class _ContributionFamily(_Family):
 
 def _score_families(matrix: RoundMatrix, families: list[_Family]) -> tuple[dict[str, np.ndarray], dict[tuple[int, str], str]]:
     """Score every submission for each family, sharing ranks between families on the same rows."""
-    m = matrix.values.shape[0]
+    m = matrix.shape[0]
     results = {f.metric: np.full(m, np.nan) for f in families}
     problems: dict[tuple[int, str], str] = {}
     by_rows: dict[bytes, list[_Family]] = {}
@@ -648,32 +661,50 @@ def neutralize_block(values: np.ndarray, neutralizers: np.ndarray, proportion: f
     return out
 
 
+def _residual_basis(neutralizers: np.ndarray) -> np.ndarray:
+    """Orthonormal basis (ids, r) of what least squares on ``neutralizers`` plus an intercept
+    can fit, with numerai-tools' rank rule (lstsq, rcond=1e-6: singular values at most
+    1e-6 x the largest are dropped). ``v - basis @ (basis.T @ v)`` is then the residual
+    ``neutralize_block`` computes, for any number of vectors at the cost of two thin products."""
+    design = np.hstack([neutralizers, np.ones((len(neutralizers), 1))])
+    u, s, _ = np.linalg.svd(design, full_matrices=False)
+    return np.ascontiguousarray(u[:, s > 1e-6 * s[0]])
+
+
 # Residuals closer than this (times the largest |gaussianized rank|) are one tie:
 # least squares cannot tell them apart, so rounding noise must not order them.
 _RESIDUAL_TIE = 1e-11
 
 
-def _snap_rounding_ties(values: np.ndarray, tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _snap_rounding_ties(values: np.ndarray, tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row (one submission per row, contiguous), give values that differ from their
     sorted neighbour by at most ``tolerance`` (per row) the same value (the first of their run).
 
-    Also returns the tie-kept rank codes of the snapped values (``first + last`` sorted
-    position of each value's run, as ``rank_codes``), from the same sort: the runs are
-    exactly the snapped values' tie groups, so they need not be sorted again.
+    Returns the snapped values, their tie-kept rank codes (``first + last`` sorted
+    position of each value's run, as ``rank_codes``) and the rows that are one run
+    (constant once snapped), all from one sort: the runs are exactly the snapped
+    values' tie groups, so they need not be sorted again. The sort is ``rank_codes``'
+    32-bit key sort; only the rows with a run longer than one value (rare with
+    continuous residuals) pay for finding where runs start.
     """
-    order = np.argsort(values, axis=1, kind="stable")
-    ordered = _gather_rows(values, order)
     rows, n = values.shape
-    boundary = np.diff(ordered, axis=1) > tolerance[:, None]
-    starts = np.zeros((rows, n), dtype=np.int32)
-    starts[:, 1:] = np.where(boundary, np.arange(1, n, dtype=np.int32), 0)
-    np.maximum.accumulate(starts, axis=1, out=starts)
-    ends = np.full((rows, n), n - 1, dtype=np.int32)
-    ends[:, :-1] = np.where(boundary, np.arange(n - 1, dtype=np.int32), n - 1)
-    ends = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1]
-    snapped = _scatter_rows(order, _gather_rows(ordered, starts), np.float64)
-    codes = _scatter_rows(order, starts + ends, np.int32)
-    return snapped, codes
+    order = _argsort_rows(values, np.zeros((rows, n), dtype=bool), np.full(rows, n))[0]
+    ordered = _gather_rows(values, order)
+    near = np.diff(ordered, axis=1) <= tolerance[:, None]
+    tied = np.flatnonzero(near.any(axis=1))
+    sorted_codes = np.broadcast_to(np.arange(0, 2 * n, 2, dtype=np.int32), (rows, n))
+    snapped = values
+    if tied.size:
+        boundary = ~near[tied]
+        sorted_codes = sorted_codes.copy()
+        sorted_codes[tied] = _tie_group_codes(boundary)
+        starts = np.zeros((tied.size, n), dtype=np.int32)
+        starts[:, 1:] = np.where(boundary, np.arange(1, n, dtype=np.int32), 0)
+        np.maximum.accumulate(starts, axis=1, out=starts)
+        snapped = values.copy()
+        snapped[tied] = _scatter_rows(order[tied], _gather_rows(ordered[tied], starts), np.float64)
+    codes = _scatter_rows(order, sorted_codes, np.int32)
+    return snapped, codes, sorted_codes[:, 0] == n - 1
 
 
 def _feature_neutral_corr(
@@ -683,42 +714,44 @@ def _feature_neutral_corr(
 
     A submission the features explain entirely (residual at rounding level) has no
     feature-neutral part: NaN, like a constant submission.
+
+    The neutralization is one projection for every submission (``_residual_basis``),
+    and only the residuals' ranks are kept: the variance normalization is a positive
+    scale, which changes no rank, and numerai corr looks at nothing but the ranks.
     """
-    m = matrix.values.shape[0]
+    m = matrix.shape[0]
     fnc = np.full(m, np.nan)
     problems: dict[tuple[int, str], str] = {}
     feature_values = features.reindex(matrix.ids).to_numpy(dtype=np.float64)
     has_features = ~np.isnan(feature_values).any(axis=1)
     ranks = matrix.ranks(has_features)
-    lstsq_cols = max(matrix.chunk_size, 512)  # one SVD of the features per 512 submissions
+    step = max(matrix.chunk_size, 256)
     for ids, cols in ranks.groups():
         row_ids = np.flatnonzero(ranks.rows) if ids is None else ids
-        design = feature_values[row_ids]
+        basis = _residual_basis(feature_values[row_ids])
+        # The rows numerai corr ranks the residuals over: those with a target.
+        scored = ~np.isnan(_aligned(target, matrix.ids[row_ids]))
+        n_scored = int(scored.sum())
 
-        def neutral_part(start: int, ids=ids, design=design) -> tuple[np.ndarray, np.ndarray]:
-            gauss = ranks.lookup(cols[start : start + lstsq_cols], gaussian_table, ids)  # (submissions, ids)
-            residual = np.ascontiguousarray(neutralize_block(gauss.T, design).T)
-            return _snap_rounding_ties(residual, _RESIDUAL_TIE * np.abs(gauss).max(axis=1))
+        def neutral_ranks(start: int, ids=ids, basis=basis, scored=scored) -> tuple[np.ndarray, np.ndarray]:
+            chunk = cols[start : start + step]
+            gauss = ranks.lookup(chunk, gaussian_table, ids)  # (submissions, ids)
+            tolerance = _RESIDUAL_TIE * np.abs(gauss).max(axis=1)
+            residual = gauss - (gauss @ basis) @ basis.T
+            residual[ranks.constant[chunk]] = 0.0  # the reference blanks a constant column
+            snapped, codes, constant = _snap_rounding_ties(residual, tolerance)
+            if not scored.all():
+                codes, _, constant = rank_codes(np.where(scored, snapped, np.nan))
+            return codes, constant
 
-        # On the thread pool: sorting and least squares release the GIL. One submission per
+        # On the thread pool: sorting, gathers and BLAS release the GIL. One submission per
         # row throughout, so every sort and gather runs over contiguous memory.
-        parts = list(matrix.map(neutral_part, list(range(0, len(cols), lstsq_cols))))
-        neutral = np.vstack([p[0] for p in parts])
-        codes = np.vstack([p[1] for p in parts])
+        parts = list(matrix.map(neutral_ranks, list(range(0, len(cols), step))))
+        neutral = Ranks(np.vstack([p[0] for p in parts]), np.full(len(cols), n_scored, dtype=np.int64),
+                        np.concatenate([p[1] for p in parts]), scored)
         del parts
-        # constant (or fully explained) submissions: a constant row scores NaN below
-        undefined = np.isnan(neutral).any(axis=1) | (neutral == neutral[:, :1]).all(axis=1)
-        neutral[undefined] = 0.0
-        defined = ~undefined
-        neutral[defined] /= neutral[defined].std(axis=1)[:, None]  # a positive scale keeps the ranks
-        sub = RoundMatrix(neutral, matrix.ids[row_ids], matrix.names[cols], chunk_size=matrix.chunk_size, workers=matrix.workers)
-        del neutral
-        n_rows = len(row_ids)
-        codes[undefined] = n_rows - 1  # one tie group: constant
-        # The ranks over all of the sub-matrix's rows come from the snapping sort; the
-        # family re-ranks only if the target leaves some of these rows out.
-        sub._ranks[None] = Ranks(codes, np.full(len(cols), n_rows, dtype=np.int64), undefined.copy(),
-                                 np.ones(n_rows, dtype=bool))
+        sub = RoundMatrix.from_ranks(neutral, matrix.ids[row_ids], matrix.names[cols], chunk_size=matrix.chunk_size,
+                                     workers=matrix.workers)
         family = _CorrFamily("fnc", sub, target, power_target=True, ratio=ratio, what="the target")
         scores, sub_problems = _score_families(sub, [family])
         fnc[cols] = scores["fnc"]
