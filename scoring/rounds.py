@@ -769,7 +769,7 @@ PAIRWISE_BLOCK = 1024
 _SCREEN_MARGIN = 2e-4
 
 
-def _symmetric_max_mean(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _symmetric_max_mean(unit: np.ndarray, single: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per row of ``unit`` (unit-norm centred rows; NaN rows for constant submissions), the max
     and mean of its dot products with every other row, NaN pairs left out. Exact in float64.
 
@@ -777,19 +777,21 @@ def _symmetric_max_mean(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     The max needs them all: the correlation matrix is symmetric, so each block of rows is
     multiplied only with the rows from itself on, in float32 (twice BLAS' float64 speed),
     and the few candidates within ``_SCREEN_MARGIN`` of each row's float32 maximum are
-    recomputed in float64.
+    recomputed in float64. ``single``: ``unit`` in float32 with NaN rows as zeros, when the
+    caller has it already.
     """
     m = unit.shape[0]
     live = ~np.isnan(unit).any(axis=1)
     others = live.sum() - 1
-    total = unit[live].sum(axis=0)
+    total = np.add.reduce(unit, axis=0, where=live[:, None], initial=0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = (unit @ total - np.einsum("ij,ij->i", unit, unit)) / others
     mean[~live] = np.nan
     if others < 1:
         return np.full(m, np.nan), np.full(m, np.nan)
 
-    single = np.where(live[:, None], unit, 0.0).astype(np.float32)
+    if single is None:
+        single = np.where(live[:, None], unit, 0.0).astype(np.float32)
     best32 = np.full(m, -np.inf, dtype=np.float32)
     blocks = []
     for start in range(0, m, PAIRWISE_BLOCK):
@@ -802,7 +804,8 @@ def _symmetric_max_mean(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if stop < m:
             best32[stop:] = np.maximum(best32[stop:], block[:, size:].max(axis=0))
         blocks.append((start, stop, block))
-    # Second pass: the candidates of each row, recomputed exactly.
+    # Second pass: the candidates of each row, recomputed exactly (a constant row has none).
+    best32[~live] = np.inf
     best = np.full(m, -np.inf)
     for start, stop, block in blocks:
         size = stop - start
@@ -823,32 +826,46 @@ def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
     """Per submission, max and mean Pearson correlation of its gaussianized ranks with
     every other submission's, each pair over the ids both predict."""
     ranks = matrix.ranks()
-    every = np.arange(matrix.values.shape[0])
+    every = np.arange(matrix.shape[0])
+    if (ranks.counts == matrix.n_ids).all():  # every submission predicts every id
+        # Unit-norm centred gaussianized ranks, in float64 and (for the screen) float32, built
+        # chunk by chunk on the thread pool: no full-size temporaries.
+        unit = np.empty(matrix.shape)
+        single = np.empty(matrix.shape, dtype=np.float32)
+
+        def fill(chunk: np.ndarray) -> None:
+            rows = slice(int(chunk[0]), int(chunk[-1]) + 1)
+            block = ranks.lookup(chunk, gaussian_table)
+            block -= block.mean(axis=1, keepdims=True)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                block /= np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
+            constant = ranks.constant[rows]
+            block[constant] = 0.0
+            single[rows] = block
+            block[constant] = np.nan
+            unit[rows] = block
+
+        for _ in matrix.map(fill, matrix.chunks(every)):
+            pass
+        return _symmetric_max_mean(unit, single)
+
     gauss = np.vstack([ranks.lookup(chunk, gaussian_table) for chunk in matrix.chunks(every)])
     valid = ranks.codes >= 0
-    if valid.all():
-        centred = gauss - gauss.mean(axis=1, keepdims=True)
+    # Some submissions leave ids out: each pair over the ids both predict.
+    mask = valid.astype(np.float64)
+    squares = gauss * gauss  # gauss is 0.0 where a submission has no value
+
+    def block_corr(chunk: np.ndarray) -> np.ndarray:
+        n = mask[chunk] @ mask.T
+        sa, sb = gauss[chunk] @ mask.T, mask[chunk] @ gauss.T
+        saa, sbb = squares[chunk] @ mask.T, mask[chunk] @ squares.T
         with np.errstate(invalid="ignore", divide="ignore"):
-            unit = centred / np.sqrt(np.einsum("ij,ij->i", centred, centred))[:, None]
-        unit[ranks.constant] = np.nan
-        del centred, gauss
-        return _symmetric_max_mean(unit)
-
-    else:
-        mask = valid.astype(np.float64)
-        squares = gauss * gauss  # gauss is 0.0 where a submission has no value
-
-        def block_corr(chunk: np.ndarray) -> np.ndarray:
-            n = mask[chunk] @ mask.T
-            sa, sb = gauss[chunk] @ mask.T, mask[chunk] @ gauss.T
-            saa, sbb = squares[chunk] @ mask.T, mask[chunk] @ squares.T
-            with np.errstate(invalid="ignore", divide="ignore"):
-                cov = gauss[chunk] @ gauss.T - sa * sb / n
-                va, vb = saa - sa * sa / n, sbb - sb * sb / n
-                corr = cov / np.sqrt(va * vb)
-            # constant on the shared ids (variance lost in rounding) or fewer than 2 shared ids
-            corr[(n < 2) | (va <= 1e-12 * saa) | (vb <= 1e-12 * sbb)] = np.nan
-            return corr
+            cov = gauss[chunk] @ gauss.T - sa * sb / n
+            va, vb = saa - sa * sa / n, sbb - sb * sb / n
+            corr = cov / np.sqrt(va * vb)
+        # constant on the shared ids (variance lost in rounding) or fewer than 2 shared ids
+        corr[(n < 2) | (va <= 1e-12 * saa) | (vb <= 1e-12 * sbb)] = np.nan
+        return corr
 
     def work(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         corr = block_corr(chunk)
