@@ -28,6 +28,7 @@ from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds.base import RoundInputs, RoundResult, RoundTruth, Universe
 
+from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.models import (
     Benchmark,
     Case,
@@ -498,9 +499,8 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
             return None  # another delivery finished first
         now = timezone.now()
         provisional = not tv.is_final
-        RoundScore.objects.bulk_create(
-            [RoundScore(submission_id=c[0], truth_version=tv, metrics=m, provisional=provisional, as_of=tv.as_of,
-                        computed_at=now) for c, m in zip(counted, outcome.metrics)], batch_size=2000)
+        bulk_insert(RoundScore, (RoundScore(submission_id=c[0], truth_version=tv, metrics=m, provisional=provisional,
+                                            as_of=tv.as_of, computed_at=now) for c, m in zip(counted, outcome.metrics)))
         later_scored = TruthVersion.objects.filter(round=round_, version__gt=tv.version,
                                                    scored_at__isnull=False).exists()
         if not later_scored:
