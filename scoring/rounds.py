@@ -513,7 +513,8 @@ class _CorrFamily(_Family):
 
     table = staticmethod(power_table)
 
-    def __init__(self, metric: str, matrix: RoundMatrix, target: pd.Series, *, power_target: bool, ratio: float, what: str):
+    def __init__(self, metric: str, ids: pd.Index, target: pd.Series, *, power_target: bool, ratio: float, what: str):
+        """``ids``: the ids of the predictions (the rows of the matrix scored)."""
         self.metric = metric
         self.power_target = power_target
         self.ratio = ratio
@@ -521,9 +522,9 @@ class _CorrFamily(_Family):
         values = target.to_numpy()
         self.target_len = len(values)
         self.target_mean = _nanmean(values)
-        self.target = _aligned(target, matrix.ids)
+        self.target = _aligned(target, ids)
         self.rows = ~np.isnan(self.target)
-        self.n_predictions = matrix.n_ids
+        self.n_predictions = len(ids)
 
     def prepare(self, ids: np.ndarray, cols: np.ndarray) -> _Context:
         k = len(ids)
@@ -541,11 +542,16 @@ class _CorrFamily(_Family):
         return _Context(tc[:, None], {"stt": np.float64(tc @ tc)})
 
     def score(self, block: np.ndarray, products: np.ndarray, ctx: _Context, constant: np.ndarray) -> np.ndarray:
-        k = block.shape[1]
-        sx = block.sum(axis=1)
-        ssx = np.einsum("ij,ij->i", block, block) - sx * sx / k
+        return self.score_sums(products[:, 0], block.sum(axis=1), np.einsum("ij,ij->i", block, block),
+                               block.shape[1], ctx, constant)
+
+    @staticmethod
+    def score_sums(products: np.ndarray, sx: np.ndarray, sxx: np.ndarray, k: int, ctx: _Context,
+                   constant: np.ndarray) -> np.ndarray:
+        """Pearson from each row's sum, sum of squares and product with the centred target."""
+        ssx = sxx - sx * sx / k
         with np.errstate(invalid="ignore", divide="ignore"):
-            corr = products[:, 0] / np.sqrt(ssx * ctx.scalars["stt"])
+            corr = products / np.sqrt(ssx * ctx.scalars["stt"])
         corr[constant | (ctx.scalars["stt"] == 0)] = np.nan
         return corr
 
@@ -676,16 +682,45 @@ def _residual_basis(neutralizers: np.ndarray) -> np.ndarray:
 _RESIDUAL_TIE = 1e-11
 
 
-def _snap_rounding_ties(values: np.ndarray, tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row (one submission per row, contiguous), give values that differ from their
-    sorted neighbour by at most ``tolerance`` (per row) the same value (the first of their run).
+@dataclass
+class _Runs:
+    """Each row of a block sorted, with sorted neighbours closer than a tolerance made one tie."""
 
-    Returns the snapped values, their tie-kept rank codes (``first + last`` sorted
-    position of each value's run, as ``rank_codes``) and the rows that are one run
-    (constant once snapped), all from one sort: the runs are exactly the snapped
-    values' tie groups, so they need not be sorted again. The sort is ``rank_codes``'
-    32-bit key sort; only the rows with a run longer than one value (rare with
-    continuous residuals) pay for finding where runs start.
+    order: np.ndarray  # (rows, n) argsort of each row
+    ordered: np.ndarray  # (rows, n) the sorted values
+    sorted_codes: np.ndarray  # (rows, n) tie-kept rank code of the value at each sorted position
+    tied: np.ndarray  # the rows with a run of more than one value (the others: codes 0, 2, 4, ...)
+    boundary: np.ndarray  # (len(tied), n - 1) for those rows: sorted values j and j + 1 are in different runs
+
+    @property
+    def constant(self) -> np.ndarray:
+        """Rows that are one run (constant once snapped)."""
+        return self.sorted_codes[:, 0] == self.order.shape[1] - 1
+
+    def codes(self) -> np.ndarray:
+        """Tie-kept rank codes in the rows' own order (as ``rank_codes``)."""
+        return _scatter_rows(self.order, self.sorted_codes, np.int32)
+
+    def snapped(self, values: np.ndarray) -> np.ndarray:
+        """``values`` with each run given the value of its first (smallest) member."""
+        if not self.tied.size:
+            return values
+        n = values.shape[1]
+        starts = np.zeros((self.tied.size, n), dtype=np.int32)
+        starts[:, 1:] = np.where(self.boundary, np.arange(1, n, dtype=np.int32), 0)
+        np.maximum.accumulate(starts, axis=1, out=starts)
+        snapped = values.copy()
+        snapped[self.tied] = _scatter_rows(self.order[self.tied], _gather_rows(self.ordered[self.tied], starts),
+                                           np.float64)
+        return snapped
+
+
+def _rounding_runs(values: np.ndarray, tolerance: np.ndarray) -> _Runs:
+    """Sort each row (one submission per row, contiguous, no NaN); values that differ from
+    their sorted neighbour by at most ``tolerance`` (per row) are one run, i.e. one tie.
+
+    The sort is ``rank_codes``' 32-bit key sort; only the rows with a run longer than
+    one value (rare with continuous residuals) pay for finding where runs start.
     """
     rows, n = values.shape
     order = _argsort_rows(values, np.zeros((rows, n), dtype=bool), np.full(rows, n))[0]
@@ -693,18 +728,11 @@ def _snap_rounding_ties(values: np.ndarray, tolerance: np.ndarray) -> tuple[np.n
     near = np.diff(ordered, axis=1) <= tolerance[:, None]
     tied = np.flatnonzero(near.any(axis=1))
     sorted_codes = np.broadcast_to(np.arange(0, 2 * n, 2, dtype=np.int32), (rows, n))
-    snapped = values
+    boundary = ~near[tied]
     if tied.size:
-        boundary = ~near[tied]
         sorted_codes = sorted_codes.copy()
         sorted_codes[tied] = _tie_group_codes(boundary)
-        starts = np.zeros((tied.size, n), dtype=np.int32)
-        starts[:, 1:] = np.where(boundary, np.arange(1, n, dtype=np.int32), 0)
-        np.maximum.accumulate(starts, axis=1, out=starts)
-        snapped = values.copy()
-        snapped[tied] = _scatter_rows(order[tied], _gather_rows(ordered[tied], starts), np.float64)
-    codes = _scatter_rows(order, sorted_codes, np.int32)
-    return snapped, codes, sorted_codes[:, 0] == n - 1
+    return _Runs(order, ordered, sorted_codes, tied, boundary)
 
 
 def _feature_neutral_corr(
@@ -716,8 +744,11 @@ def _feature_neutral_corr(
     feature-neutral part: NaN, like a constant submission.
 
     The neutralization is one projection for every submission (``_residual_basis``),
-    and only the residuals' ranks are kept: the variance normalization is a positive
+    and only the residuals' order is kept: the variance normalization is a positive
     scale, which changes no rank, and numerai corr looks at nothing but the ranks.
+    When the target covers the rows, numerai corr is taken straight from the sort: the
+    powered rank at sorted position j is a table entry, and the target is gathered in
+    sorted order, so no rank is ever written back in id order.
     """
     m = matrix.shape[0]
     fnc = np.full(m, np.nan)
@@ -728,31 +759,48 @@ def _feature_neutral_corr(
     step = max(matrix.chunk_size, 256)
     for ids, cols in ranks.groups():
         row_ids = np.flatnonzero(ranks.rows) if ids is None else ids
+        n = len(row_ids)
+        family = _CorrFamily("fnc", matrix.ids[row_ids], target, power_target=True, ratio=ratio, what="the target")
+        direct = family.rows.all()  # else the residuals are ranked again over the ids with a target
+        ctx = family.prepare(np.arange(n), cols) if direct else None
+        if direct and ctx.problem:
+            problems.update({(int(c), "fnc"): ctx.problem for c in cols})
+            continue
         basis = _residual_basis(feature_values[row_ids])
-        # The rows numerai corr ranks the residuals over: those with a target.
-        scored = ~np.isnan(_aligned(target, matrix.ids[row_ids]))
-        n_scored = int(scored.sum())
 
-        def neutral_ranks(start: int, ids=ids, basis=basis, scored=scored) -> tuple[np.ndarray, np.ndarray]:
+        def neutral_part(start: int, ids=ids, basis=basis, family=family, ctx=ctx):
             chunk = cols[start : start + step]
             gauss = ranks.lookup(chunk, gaussian_table, ids)  # (submissions, ids)
             tolerance = _RESIDUAL_TIE * np.abs(gauss).max(axis=1)
             residual = gauss - (gauss @ basis) @ basis.T
             residual[ranks.constant[chunk]] = 0.0  # the reference blanks a constant column
-            snapped, codes, constant = _snap_rounding_ties(residual, tolerance)
-            if not scored.all():
-                codes, _, constant = rank_codes(np.where(scored, snapped, np.nan))
-            return codes, constant
+            runs = _rounding_runs(residual, tolerance)
+            if ctx is None:
+                codes, _, constant = rank_codes(np.where(family.rows, runs.snapped(residual), np.nan))
+                return codes, constant
+            table = power_table(n)
+            products = ctx.vectors[:, 0][runs.order] @ table[0 : 2 * n : 2]  # every row as if untied
+            sx = np.full(len(chunk), table[0 : 2 * n : 2].sum())
+            sxx = np.full(len(chunk), table[0 : 2 * n : 2] @ table[0 : 2 * n : 2])
+            if runs.tied.size:
+                powered = table[runs.sorted_codes[runs.tied]]
+                products[runs.tied] = np.einsum("ij,ij->i", powered, ctx.vectors[:, 0][runs.order[runs.tied]])
+                sx[runs.tied] = powered.sum(axis=1)
+                sxx[runs.tied] = np.einsum("ij,ij->i", powered, powered)
+            return family.score_sums(products, sx, sxx, n, ctx, runs.constant)
 
         # On the thread pool: sorting, gathers and BLAS release the GIL. One submission per
         # row throughout, so every sort and gather runs over contiguous memory.
-        parts = list(matrix.map(neutral_ranks, list(range(0, len(cols), step))))
-        neutral = Ranks(np.vstack([p[0] for p in parts]), np.full(len(cols), n_scored, dtype=np.int64),
+        parts = list(matrix.map(neutral_part, list(range(0, len(cols), step))))
+        if direct:
+            fnc[cols] = np.concatenate(parts)
+            continue
+        scored = family.rows
+        neutral = Ranks(np.vstack([p[0] for p in parts]), np.full(len(cols), int(scored.sum()), dtype=np.int64),
                         np.concatenate([p[1] for p in parts]), scored)
         del parts
         sub = RoundMatrix.from_ranks(neutral, matrix.ids[row_ids], matrix.names[cols], chunk_size=matrix.chunk_size,
                                      workers=matrix.workers)
-        family = _CorrFamily("fnc", sub, target, power_target=True, ratio=ratio, what="the target")
         scores, sub_problems = _score_families(sub, [family])
         fnc[cols] = scores["fnc"]
         problems.update({(int(cols[col]), "fnc"): problem for (col, _), problem in sub_problems.items()})
@@ -999,13 +1047,13 @@ def score_signals_round(
     ratio = max_filtered_ratio
     families: list[_Family] = []
     if "corr" in wanted:
-        families.append(_CorrFamily("corr", matrix, target_s, power_target=True, ratio=ratio, what="the target"))
+        families.append(_CorrFamily("corr", matrix.ids, target_s, power_target=True, ratio=ratio, what="the target"))
     if "mmc" in wanted:
         families.append(_ContributionFamily("mmc", matrix, mm, target_s, ratio=ratio, what="the meta model"))
     if "bmc" in wanted:
         families.append(_ContributionFamily("bmc", matrix, bmm, target_s, ratio=ratio, what="the benchmark meta model"))
     if "cwmm" in wanted:
-        families.append(_CorrFamily("cwmm", matrix, mm, power_target=False, ratio=ratio, what="the meta model"))
+        families.append(_CorrFamily("cwmm", matrix.ids, mm, power_target=False, ratio=ratio, what="the meta model"))
     results, problems = _score_families(matrix, families)
 
     if "fnc" in wanted:
