@@ -25,8 +25,9 @@ from __future__ import annotations
 import os
 import warnings
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import ndtri
+from threadpoolctl import threadpool_limits
 
 DEFAULT_MAX_FILTERED_RATIO = 0.2
 DEFAULT_CHUNK_SIZE = 32
@@ -817,7 +819,9 @@ PAIRWISE_BLOCK = 1024
 _SCREEN_MARGIN = 2e-4
 
 
-def _symmetric_max_mean(unit: np.ndarray, single: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _symmetric_max_mean(unit: np.ndarray, single: np.ndarray | None = None,
+                        map_: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] = map,
+                        ) -> tuple[np.ndarray, np.ndarray]:
     """Per row of ``unit`` (unit-norm centred rows; NaN rows for constant submissions), the max
     and mean of its dot products with every other row, NaN pairs left out. Exact in float64.
 
@@ -826,7 +830,8 @@ def _symmetric_max_mean(unit: np.ndarray, single: np.ndarray | None = None) -> t
     multiplied only with the rows from itself on, in float32 (twice BLAS' float64 speed),
     and the few candidates within ``_SCREEN_MARGIN`` of each row's float32 maximum are
     recomputed in float64. ``single``: ``unit`` in float32 with NaN rows as zeros, when the
-    caller has it already.
+    caller has it already. ``map_`` runs the blocks (in order), e.g. on a thread pool: each
+    block is one BLAS call, so blocks in parallel need no threads inside BLAS.
     """
     m = unit.shape[0]
     live = ~np.isnan(unit).any(axis=1)
@@ -840,32 +845,41 @@ def _symmetric_max_mean(unit: np.ndarray, single: np.ndarray | None = None) -> t
 
     if single is None:
         single = np.where(live[:, None], unit, 0.0).astype(np.float32)
-    best32 = np.full(m, -np.inf, dtype=np.float32)
-    blocks = []
-    for start in range(0, m, PAIRWISE_BLOCK):
+
+    def products(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         stop = min(start + PAIRWISE_BLOCK, m)
         block = single[start:stop] @ single[start:].T
         size = stop - start
         block[np.arange(size), np.arange(size)] = -np.inf  # not with itself
         block[:, ~live[start:]] = -np.inf
-        best32[start:stop] = np.maximum(best32[start:stop], block.max(axis=1))
-        if stop < m:
-            best32[stop:] = np.maximum(best32[stop:], block[:, size:].max(axis=0))
-        blocks.append((start, stop, block))
+        return block, block.max(axis=1), block[:, size:].max(axis=0)
+
+    starts = list(range(0, m, PAIRWISE_BLOCK))
+    best32 = np.full(m, -np.inf, dtype=np.float32)
+    blocks = []
+    for start, (block, row_max, later_max) in zip(starts, map_(products, starts)):
+        stop = start + block.shape[0]
+        best32[start:stop] = np.maximum(best32[start:stop], row_max)
+        best32[stop:] = np.maximum(best32[stop:], later_max)
+        blocks.append(block)
     # Second pass: the candidates of each row, recomputed exactly (a constant row has none).
     best32[~live] = np.inf
-    best = np.full(m, -np.inf)
-    for start, stop, block in blocks:
-        size = stop - start
+
+    def candidates(i: int) -> tuple[np.ndarray, np.ndarray]:
+        start, block = starts[i], blocks[i]
+        stop = start + block.shape[0]
         rows, cols = np.nonzero(block >= (best32[start:stop, None] - _SCREEN_MARGIN))
-        pairs = [(rows + start, cols + start)]
+        a, b = [rows + start], [cols + start]
         if stop < m:  # the same products, seen from the later rows
-            later_rows, later_cols = np.nonzero(block[:, size:].T >= (best32[stop:, None] - _SCREEN_MARGIN))
-            pairs.append((later_rows + stop, later_cols + start))
-        for a, b in pairs:
-            if len(a):
-                exact = np.einsum("ij,ij->i", unit[a], unit[b])
-                np.maximum.at(best, a, exact)
+            later_rows, later_cols = np.nonzero(block[:, block.shape[0]:].T >= (best32[stop:, None] - _SCREEN_MARGIN))
+            a.append(later_rows + stop)
+            b.append(later_cols + start)
+        a, b = np.concatenate(a), np.concatenate(b)
+        return a, np.einsum("ij,ij->i", unit[a], unit[b])
+
+    best = np.full(m, -np.inf)
+    for a, exact in map_(candidates, range(len(blocks))):
+        np.maximum.at(best, a, exact)
     best[~live] = np.nan
     return best, mean
 
@@ -895,7 +909,7 @@ def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
 
         for _ in matrix.map(fill, matrix.chunks(every)):
             pass
-        return _symmetric_max_mean(unit, single)
+        return _symmetric_max_mean(unit, single, matrix.map)
 
     gauss = np.vstack([ranks.lookup(chunk, gaussian_table) for chunk in matrix.chunks(every)])
     valid = ranks.codes >= 0
@@ -1041,33 +1055,41 @@ def score_signals_round(
             return stake_weighted_mean(matrix, stakes_, what.replace("meta model", "stakes"))
         return None
 
-    mm = meta(meta_model, stakes, "the meta model") if {"mmc", "cwmm"} & set(wanted) else None
-    bmm = meta(benchmark_meta_model, benchmark_stakes, "the benchmark meta model") if "bmc" in wanted else None
+    with _blas_threads(matrix):
+        mm = meta(meta_model, stakes, "the meta model") if {"mmc", "cwmm"} & set(wanted) else None
+        bmm = meta(benchmark_meta_model, benchmark_stakes, "the benchmark meta model") if "bmc" in wanted else None
 
-    ratio = max_filtered_ratio
-    families: list[_Family] = []
-    if "corr" in wanted:
-        families.append(_CorrFamily("corr", matrix.ids, target_s, power_target=True, ratio=ratio, what="the target"))
-    if "mmc" in wanted:
-        families.append(_ContributionFamily("mmc", matrix, mm, target_s, ratio=ratio, what="the meta model"))
-    if "bmc" in wanted:
-        families.append(_ContributionFamily("bmc", matrix, bmm, target_s, ratio=ratio, what="the benchmark meta model"))
-    if "cwmm" in wanted:
-        families.append(_CorrFamily("cwmm", matrix.ids, mm, power_target=False, ratio=ratio, what="the meta model"))
-    results, problems = _score_families(matrix, families)
+        ratio = max_filtered_ratio
+        families: list[_Family] = []
+        if "corr" in wanted:
+            families.append(_CorrFamily("corr", matrix.ids, target_s, power_target=True, ratio=ratio, what="the target"))
+        if "mmc" in wanted:
+            families.append(_ContributionFamily("mmc", matrix, mm, target_s, ratio=ratio, what="the meta model"))
+        if "bmc" in wanted:
+            families.append(_ContributionFamily("bmc", matrix, bmm, target_s, ratio=ratio, what="the benchmark meta model"))
+        if "cwmm" in wanted:
+            families.append(_CorrFamily("cwmm", matrix.ids, mm, power_target=False, ratio=ratio, what="the meta model"))
+        results, problems = _score_families(matrix, families)
 
-    if "fnc" in wanted:
-        results["fnc"], fnc_problems = _feature_neutral_corr(matrix, _features(features), fnc_target_s, ratio)
-        problems.update(fnc_problems)
-    if {"mcwnm", "apcwnm"} & set(wanted):
-        if frame.shape[1] > 1:
-            results["mcwnm"], results["apcwnm"] = _pairwise_corr_stats(matrix)
-        else:
-            results["mcwnm"] = results["apcwnm"] = np.full(1, np.nan)
+        if "fnc" in wanted:
+            results["fnc"], fnc_problems = _feature_neutral_corr(matrix, _features(features), fnc_target_s, ratio)
+            problems.update(fnc_problems)
+        if {"mcwnm", "apcwnm"} & set(wanted):
+            if frame.shape[1] > 1:
+                results["mcwnm"], results["apcwnm"] = _pairwise_corr_stats(matrix)
+            else:
+                results["mcwnm"] = results["apcwnm"] = np.full(1, np.nan)
 
     scores = pd.DataFrame({name: results[name] for name in wanted}, index=frame.columns)
     named = {(frame.columns[col], metric): why for (col, metric), why in sorted(problems.items(), key=lambda p: (p[0][0], p[0][1]))}
     return RoundScores(scores, named)
+
+
+def _blas_threads(matrix: RoundMatrix) -> AbstractContextManager:
+    """One BLAS thread per call while the matrix' thread pool runs the work: the pool is the
+    parallelism, and BLAS threads inside pool threads would only contend for the same cores
+    (on a busy 2-core machine they spun: 11 s of CPU for MCWNM's products against 8 s)."""
+    return threadpool_limits(limits=1, user_api="blas") if matrix.workers > 1 else nullcontext()
 
 
 def _features(features: Any) -> pd.DataFrame:
