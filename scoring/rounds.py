@@ -699,10 +699,6 @@ class _Runs:
         """Rows that are one run (constant once snapped)."""
         return self.sorted_codes[:, 0] == self.order.shape[1] - 1
 
-    def codes(self) -> np.ndarray:
-        """Tie-kept rank codes in the rows' own order (as ``rank_codes``)."""
-        return _scatter_rows(self.order, self.sorted_codes, np.int32)
-
     def snapped(self, values: np.ndarray) -> np.ndarray:
         """``values`` with each run given the value of its first (smallest) member."""
         if not self.tied.size:
