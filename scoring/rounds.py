@@ -866,10 +866,10 @@ def _symmetric_max_mean(unit: np.ndarray, single: np.ndarray | None = None,
         stop = start + block.shape[0]
         rows, cols = np.nonzero(block >= (best32[start:stop, None] - _SCREEN_MARGIN))
         a, b = [rows + start], [cols + start]
-        if stop < m:  # the same products, seen from the later rows
-            later_rows, later_cols = np.nonzero(block[:, block.shape[0]:].T >= (best32[stop:, None] - _SCREEN_MARGIN))
-            a.append(later_rows + stop)
-            b.append(later_cols + start)
+        if stop < m:  # the same products, seen from the later rows (compared without transposing)
+            cols, later = np.nonzero(block[:, block.shape[0]:] >= (best32[None, stop:] - _SCREEN_MARGIN))
+            a.append(later + stop)
+            b.append(cols + start)
         a, b = np.concatenate(a), np.concatenate(b)
         return a, np.einsum("ij,ij->i", unit[a], unit[b])
 
