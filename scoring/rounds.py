@@ -1084,8 +1084,10 @@ def score_signals_round(
 def _blas_threads(matrix: RoundMatrix) -> AbstractContextManager:
     """One BLAS thread per call while the matrix' thread pool runs the work: the pool is the
     parallelism, and BLAS threads inside pool threads would only contend for the same cores
-    (on a busy 2-core machine they spun: 11 s of CPU for MCWNM's products against 8 s)."""
-    return threadpool_limits(limits=1, user_api="blas") if matrix.workers > 1 else nullcontext()
+    (on a busy 2-core machine they spun: 11 s of CPU for MCWNM's products against 8 s).
+    A matrix of one chunk runs on the calling thread alone and keeps BLAS' threads."""
+    pooled = matrix.workers > 1 and matrix.shape[0] > matrix.chunk_size
+    return threadpool_limits(limits=1, user_api="blas") if pooled else nullcontext()
 
 
 def _features(features: Any) -> pd.DataFrame:
