@@ -67,6 +67,7 @@ runtime-check: $(RUNTIME_VENV)/.installed
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/score_round.py
+	$(PY) benchmarks/ranking_round.py
 	$(PY) benchmarks/hostile_uploads.py
 	$(PY) benchmarks/deid_recall.py
 	$(PY) benchmarks/latency.py

@@ -10,6 +10,7 @@ urlpatterns = [
     path("b/<slug:slug>/", views.benchmark_detail, name="benchmark_detail"),
     path("b/<slug:slug>/submit/", views.submit, name="submit"),
     path("b/<slug:slug>/rounds/<int:number>/", views.round_detail, name="round_detail"),
+    path("b/<slug:slug>/comparison-sets/", views.comparison_sets, name="comparison_sets"),
     path("b/<slug:slug>/verify/", views.verify_page, name="verify"),
     path("b/<slug:slug>/example/", views.benchmark_example, name="benchmark_example"),
     path("b/<slug:slug>/cases/", views.benchmark_cases, name="benchmark_cases"),

@@ -30,12 +30,17 @@ def show(value: str, limit: int = 40) -> str:
     return repr(s if len(s) <= limit else s[:limit] + "…")
 
 
+def too_large_message(size: int, limit: int) -> str:
+    """What an upload of ``size`` bytes over a ``limit``-byte cap is told (the pages and the API say
+    the same before reading a file)."""
+    megabytes = f" ({limit / 1048576:g} MB)" if limit >= 1048576 else ""
+    return f"the file is {size:,} bytes; the limit is {limit:,} bytes{megabytes}"
+
+
 def check_size(data: bytes, limit: int, *, file: str | None = None) -> None:
     """Refuse (``too_large``) a file over ``limit`` bytes."""
     if len(data) > limit:
-        raise ValidationFailed(
-            [RowError(f"the file is {len(data):,} bytes; the limit is {limit:,} bytes ({limit / 1048576:g} MB)",
-                      file=file)], too_large=True)
+        raise ValidationFailed([RowError(too_large_message(len(data), limit), file=file)], too_large=True)
 
 
 def decode(data: bytes, errs: ErrorList) -> str | None:

@@ -11,11 +11,18 @@ from scoring.metrics_impact import adjusted_score, impact_category, impact_metri
 from scoring.metrics_portfolio import (
     CASH,
     ComparisonSet,
+    beats_cash,
     capitalbench_score,
+    capitalbench_scores,
     comparison_set_score,
     comparison_sets,
+    consistency_summary,
     oracle_return,
     portfolio_return,
+    price_returns,
+    regret,
+    round_results,
+    sp500_return,
 )
 from scoring.metrics_properties import spearman, top_fraction_recall
 from scoring.metrics_ranking import rank_targets, symmetric_ndcg_at_k
@@ -66,6 +73,13 @@ __all__ = [
     "capitalbench_score",
     "comparison_set_score",
     "comparison_sets",
+    "price_returns",
+    "sp500_return",
+    "regret",
+    "beats_cash",
+    "capitalbench_scores",
+    "round_results",
+    "consistency_summary",
     # uncertainty
     "BootstrapCI",
     "PairedBootstrap",

@@ -10,6 +10,9 @@
 * ``comparison_sets``: entrants ordered by their first completed round; each
   entrant that joins starts a new set of it and every entrant before it; a set's
   rounds are those every member completed.
+* ``price_returns``, ``sp500_return``, ``regret``, ``beats_cash`` and
+  ``round_results`` (every portfolio of a round at once, from start and end
+  prices); ``consistency_summary`` for repeated runs of one entrant.
 
 Returns are plain fractions or percents, as long as portfolio and oracle use the
 same unit: the scores are ratios.
@@ -27,11 +30,18 @@ import pandas as pd
 __all__ = [
     "CASH",
     "ComparisonSet",
+    "beats_cash",
     "capitalbench_score",
+    "capitalbench_scores",
     "comparison_set_score",
     "comparison_sets",
+    "consistency_summary",
     "oracle_return",
     "portfolio_return",
+    "price_returns",
+    "regret",
+    "round_results",
+    "sp500_return",
 ]
 
 CASH = "CASH"
@@ -216,3 +226,126 @@ def comparison_sets(
             )
         )
     return sets
+
+
+# ---------------------------------------------------------------------------
+# From prices: a whole round at once
+# ---------------------------------------------------------------------------
+
+def price_returns(start_prices: Any, end_prices: Any) -> np.ndarray:
+    """``end / start - 1`` per option (arrays aligned by position); NaN where an end price is
+    missing. Start prices must be positive and finite."""
+    start = np.asarray(start_prices, dtype=np.float64)
+    end = np.asarray(end_prices, dtype=np.float64)
+    if start.shape != end.shape:
+        raise ValueError(f"start and end prices differ in shape: {start.shape} and {end.shape}")
+    if not (np.isfinite(start).all() and (start > 0).all()):
+        raise ValueError("start prices must be positive, finite numbers")
+    if (end[np.isfinite(end)] < 0).any() or np.isinf(end).any():
+        raise ValueError("end prices must be non-negative, finite numbers")
+    return end / start - 1.0
+
+
+def sp500_return(start_price: float, end_price: float) -> float:
+    """The S&P 500 return over the round's window: ``end / start - 1``."""
+    return float(price_returns([_finite(start_price, "start_price")], [_finite(end_price, "end_price")])[0])
+
+
+def regret(portfolio_return: Any, oracle_return: Any) -> Any:
+    """``oracle_return - portfolio_return``: what hindsight's best choice would have added (>= 0)."""
+    return np.subtract(oracle_return, portfolio_return)
+
+
+def beats_cash(portfolio_return: Any, cash_return: float = 0.0) -> Any:
+    """Whether the portfolio earned more than cash (0 % by default): strictly greater."""
+    return np.greater(portfolio_return, cash_return)
+
+
+def capitalbench_scores(portfolio_returns: Any, oracle_return: float) -> np.ndarray:
+    """``capitalbench_score`` of many portfolios of one round at once; NaN where unavailable
+    (a loss under a zero oracle) or where the return is unknown."""
+    p = np.asarray(portfolio_returns, dtype=np.float64)
+    o = _finite(oracle_return, "oracle_return")
+    if o < 0:
+        raise ValueError("oracle_return cannot be negative: cash (0%) is always in the universe")
+    if (p[np.isfinite(p)] - o > _RETURN_TOLERANCE * max(1.0, abs(o))).any():
+        raise ValueError("a portfolio return exceeds the oracle return; the oracle must be the best in the universe")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if o > 0:
+            return 100.0 * p / o
+        return np.where(p >= -_RETURN_TOLERANCE, 100.0, np.nan)
+
+
+def round_results(weights: Any, start_prices: Any, end_prices: Any, *, sp500_start: float, sp500_end: float,
+                  final: bool = True) -> dict[str, np.ndarray]:
+    """Every portfolio of a round, from prices.
+
+    ``weights``: (portfolios x options) allocation percentages over the scored
+    options, cash excluded (the rest of each row's 100 % is cash, at 0 %).
+    ``start_prices``/``end_prices``: per option; an end price may be missing (NaN).
+
+    Returns arrays per portfolio: ``return`` (NaN when a held option has no end
+    price), ``sp500_return``, ``minus_sp500``; and, with ``final``,
+    ``oracle_return`` (the best option return, cash included; NaN unless every
+    option has an end price), ``regret``, ``beats_cash`` (1.0 / 0.0) and
+    ``score`` (CapitalBench, NaN when unavailable). Without ``final`` those four
+    are NaN: an interim snapshot gives provisional returns only.
+    """
+    w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    returns = price_returns(start_prices, end_prices)
+    if w.shape[1:] != returns.shape:
+        raise ValueError(f"weights have {w.shape[1]} options but prices have {returns.shape[0]}")
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError("weights must be finite, non-negative percentages (no short positions)")
+    if (w.sum(axis=1) > 100.0 + WEIGHT_SUM_TOLERANCE).any():
+        raise ValueError("allocation percentages must not exceed 100 (cash takes the rest)")
+    known = np.isfinite(returns)
+    missing_held = ((w > 0) & ~known).any(axis=1)
+    ret = (w / 100.0) @ np.where(known, returns, 0.0)
+    ret[missing_held] = np.nan
+    sp = sp500_return(sp500_start, sp500_end)
+    n = len(ret)
+    out = {"return": ret, "sp500_return": np.full(n, sp), "minus_sp500": ret - sp}
+    nan = np.full(n, np.nan)
+    if final and known.all():
+        oracle = oracle_return(returns)
+        out |= {"oracle_return": np.full(n, oracle), "regret": regret(ret, oracle),
+                "beats_cash": np.where(np.isnan(ret), np.nan, beats_cash(ret).astype(np.float64)),
+                "score": capitalbench_scores(ret, oracle)}
+    else:
+        out |= {"oracle_return": nan, "regret": nan.copy(),
+                "beats_cash": (np.where(np.isnan(ret), np.nan, beats_cash(ret).astype(np.float64))
+                               if final else nan.copy()),
+                "score": nan.copy()}
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Consistency runs
+# ---------------------------------------------------------------------------
+
+def consistency_summary(weights: Any, options: Sequence[Hashable]) -> dict[str, Any]:
+    """How alike an entrant's repeated runs on the same round input are.
+
+    ``weights``: (runs x options) allocation percentages (cash one of the
+    options). Returns ``runs``; ``top_holding`` (the most common largest
+    holding; ties go to the earlier option, then the earlier run);
+    ``same_top_share``: the share of runs whose largest holding is that one;
+    ``mean_overlap``: the mean over pairs of runs of ``sum(min(a, b)) / 100``
+    (1 = identical allocations, 0 = nothing in common; None for one run).
+    """
+    w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    if w.shape[1] != len(options):
+        raise ValueError(f"weights have {w.shape[1]} options but {len(options)} are named")
+    runs = w.shape[0]
+    if runs == 0:
+        raise ValueError("no runs to summarise")
+    tops = w.argmax(axis=1)
+    counts = np.bincount(tops, minlength=w.shape[1])
+    top = int(counts.argmax())
+    overlap = None
+    if runs > 1:
+        i, j = np.triu_indices(runs, k=1)
+        overlap = float(np.minimum(w[i], w[j]).sum(axis=1).mean() / 100.0)
+    return {"runs": runs, "top_holding": options[top], "same_top_share": float(counts[top] / runs),
+            "mean_overlap": overlap}

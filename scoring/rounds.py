@@ -1133,17 +1133,28 @@ def score_ranking_round(
 ) -> pd.Series:
     """Symmetric NDCG@k of every submission (crowdcent-challenge 0.2.16 semantics).
 
-    ``predictions``: ids x submissions; ``y_true``: truth per id in [0, 1]. Ids without
-    truth (NaN or absent) are not scored; every id with truth needs a finite prediction.
+    ``predictions``: ids x submissions; ``y_true``: truth per id in [0, 1] (NaN is refused
+    with a ValueError). Ids absent from a pandas ``y_true`` are not scored; every id with
+    truth needs a finite prediction.
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
         raise ValueError(f"k must be a positive integer; got {k!r}")
     frame = as_frame(predictions)
-    truth = as_series(y_true, what="y_true", like=frame.index).dropna()
+    truth = as_series(y_true, what="y_true", like=frame.index)
+    missing_truth = truth.isna().to_numpy()
+    if missing_truth.any():
+        # crowdcent-challenge 0.2.16 lets a NaN through its range check and scores 0.0; a NaN
+        # dropped here silently would score what is left (1.0 for one id). Neither is a score.
+        raise ValueError(
+            f"y_true holds {int(missing_truth.sum())} NaN values (ids {_preview(list(truth.index[missing_truth]))}); "
+            "truth must lie in [0, 1]: leave the ids without truth out of y_true"
+        )
     if len(truth) == 0:
         raise ValueError("y_true has no values to score against")
     if truth.min() < 0 or truth.max() > 1:
-        raise ValueError("y_true values must lie in [0, 1]; turn returns into rank targets first (rank_targets)")
+        low, high = float(truth.min()), float(truth.max())
+        raise ValueError(f"y_true values must lie in [0, 1] (they run from {low:g} to {high:g}); "
+                         "turn returns into rank targets first (rank_targets)")
     missing_ids = truth.index.difference(frame.index)
     if len(missing_ids):
         raise ValueError(f"the predictions lack {len(missing_ids)} ids that have truth, e.g. {_preview(missing_ids)}")

@@ -1,4 +1,13 @@
-"""Organiser tools: every model, plus reveal, rescore and truth upload."""
+"""Organiser tools: every model, plus reveal, rescore and truth upload.
+
+State changes go through the services, as the commands and the staff API do: a
+submission's status only moves by rescoring (``submissions_requeue``), a round
+opens with ``round_open`` (command or staff API, which validate its universe),
+closes, reopens and resolves by the actions here (``round_set_status`` /
+``round_close``) and moves its deadline through ``round_set_deadline``. Records the
+services derive (scores, boards, events, quotas, truth versions, stakes) are shown,
+never edited by hand.
+"""
 from __future__ import annotations
 
 from django import forms
@@ -13,8 +22,8 @@ from leaderboard.core import models as m
 from leaderboard.core.selectors import leaderboard_round
 from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal, truth_load
 from leaderboard.core.services.deid import cases_deidentify, deid_backend
-from leaderboard.core.services.round_engine import round_truth_load, stakes_load
-from leaderboard.core.services.rounds import round_deadline_refusal, round_set_status
+from leaderboard.core.services.round_engine import entrant_flag, round_close, round_truth_load, stakes_load
+from leaderboard.core.services.rounds import round_deadline_refusal, round_set_deadline, round_set_status
 from leaderboard.core.services.submissions import SubmissionRejected, submissions_requeue
 
 
@@ -58,12 +67,26 @@ class RoundTruthForm(forms.Form):
     as_of = forms.DateField(required=False, help_text="YYYY-MM-DD: the date an interim snapshot describes.")
 
 
-class RoundInline(admin.TabularInline):
+class ShownNotEdited:
+    """A model admin (or inline) that lists and shows its records and never adds or edits one:
+    a service writes them."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class RoundInline(ShownNotEdited, admin.TabularInline):
+    """The benchmark's rounds, each linking to its own page; none is added or deleted here."""
+
     model = m.Round
-    form = RoundForm
     extra = 0
-    fields = ("number", "title", "status", "is_permanent", "opens_at", "closes_at", "resolves_at")
-    readonly_fields = ("status",)
+    can_delete = False
+    show_change_link = True
+    fields = ("number", "title", "status", "is_permanent", "universe_size", "opens_at", "closes_at", "resolves_at")
+    readonly_fields = fields
 
 
 @admin.register(m.Benchmark)
@@ -146,20 +169,40 @@ class BenchmarkAdmin(admin.ModelAdmin):
 
 @admin.register(m.Round)
 class RoundAdmin(admin.ModelAdmin):
-    """Rounds of round kinds open with ``round_open`` (command or staff API), which validates the
-    universe; a round added here without cases never becomes the current round."""
+    """Rounds open with ``round_open`` (command or staff API), which validates the universe, or
+    with ``load_benchmark`` (a static competition's round): none is added here. The status moves
+    by the actions; the deadline through ``round_set_deadline``."""
 
     list_display = ("__str__", "benchmark", "number", "track", "status", "universe_size", "opens_at", "closes_at",
                     "resolves_at", "files_link")
     form = RoundForm
     list_filter = ("status", "benchmark")
-    readonly_fields = ("status", "status_changed_at", "universe", "universe_name", "universe_sha256", "universe_size")
+    readonly_fields = ("benchmark", "number", "status", "is_permanent", "track", "status_changed_at", "data",
+                       "universe", "universe_name", "universe_sha256", "universe_size")
     actions = ["close_rounds", "reopen_rounds", "resolve_rounds"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        """The plain fields as edited; a new deadline through ``round_set_deadline`` (under the
+        round's lock, refused for a closed competition: the form said why already)."""
+        plain = [f for f in form.changed_data if f != "closes_at"]
+        if plain:
+            obj.save(update_fields=plain)
+        if "closes_at" in form.changed_data:
+            try:
+                round_set_deadline(round_=obj, closes_at=form.cleaned_data["closes_at"])
+            except SubmissionRejected as exc:
+                self.message_user(request, f"{obj}: deadline not moved: {exc.errors[0].message}", messages.ERROR)
 
     def _move(self, request, queryset, status):
         for round_ in queryset:
             try:
-                round_set_status(round_=round_, status=status)
+                if status == m.Round.Status.CLOSED:
+                    round_close(round_=round_)
+                else:
+                    round_set_status(round_=round_, status=status)
             except SubmissionRejected as exc:
                 self.message_user(request, f"{round_}: {exc.errors[0].message}", messages.ERROR)
             else:
@@ -260,14 +303,14 @@ class CaseAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.TruthVersion)
-class TruthVersionAdmin(admin.ModelAdmin):
+class TruthVersionAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("round", "version", "is_final", "created_at", "created_by", "note")
     list_filter = ("is_final",)
     readonly_fields = ("sha256",)
 
 
 @admin.register(m.TruthValue)
-class TruthValueAdmin(admin.ModelAdmin):
+class TruthValueAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("truth_version", "case", "values")
     list_select_related = ("truth_version__round__benchmark", "case")
     raw_id_fields = ("truth_version", "case")
@@ -278,14 +321,29 @@ class EntrantAdmin(admin.ModelAdmin):
     list_display = ("name", "owner", "is_benchmark_model", "created_at")
     search_fields = ("name", "owner__username")
     list_filter = ("is_benchmark_model",)
+    readonly_fields = ("is_benchmark_model",)
+    actions = ["flag_benchmark_model", "unflag_benchmark_model"]
+
+    def _flag(self, request, queryset, on: bool):
+        for entrant in queryset:
+            entrant_flag(name=entrant.name, benchmark_model=on)
+        self.message_user(request, f"{queryset.count()} entrant(s) {'now' if on else 'no longer'} benchmark models.")
+
+    @admin.action(description="Mark as benchmark models (they count in the benchmark meta model)")
+    def flag_benchmark_model(self, request, queryset):
+        self._flag(request, queryset, True)
+
+    @admin.action(description="Unmark as benchmark models")
+    def unflag_benchmark_model(self, request, queryset):
+        self._flag(request, queryset, False)
 
 
 @admin.register(m.Stake)
-class StakeAdmin(admin.ModelAdmin):
+class StakeAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("entrant", "round", "amount")
 
 
-class EventInline(admin.TabularInline):
+class EventInline(ShownNotEdited, admin.TabularInline):
     model = m.SubmissionEvent
     extra = 0
     readonly_fields = ("status", "reason", "at")
@@ -293,13 +351,15 @@ class EventInline(admin.TabularInline):
 
 
 @admin.register(m.Submission)
-class SubmissionAdmin(admin.ModelAdmin):
+class SubmissionAdmin(ShownNotEdited, admin.ModelAdmin):
+    """Submissions arrive by upload (``submission_create``) and change status only in
+    ``submission_set_status``: shown here, rescored by the action, never edited."""
+
     list_display = ("id", "benchmark", "entrant", "user", "status", "received_at", "scored_at", "is_selected")
     list_filter = ("status", "benchmark")
     search_fields = ("entrant__name", "user__username", "audit_hash", "original_name")
     list_select_related = ("benchmark", "entrant", "user")
     readonly_fields = ("audit_hash", "size", "received_at", "started_at", "scored_at", "status_changed_at")
-    raw_id_fields = ("entrant", "user", "round", "truth_version")
     inlines = [EventInline]
     actions = ["rescore"]
 
@@ -310,41 +370,41 @@ class SubmissionAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.Score)
-class ScoreAdmin(admin.ModelAdmin):
+class ScoreAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("submission", "split", "metric", "value", "provisional", "truth_version")
     list_filter = ("split", "provisional", "metric")
     raw_id_fields = ("submission", "truth_version")
 
 
 @admin.register(m.CaseResult)
-class CaseResultAdmin(admin.ModelAdmin):
+class CaseResultAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("submission", "case", "split")
     raw_id_fields = ("submission", "case")
 
 
 @admin.register(m.RoundScore)
-class RoundScoreAdmin(admin.ModelAdmin):
+class RoundScoreAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("submission", "truth_version", "provisional", "as_of", "computed_at")
     list_filter = ("provisional",)
     raw_id_fields = ("submission", "truth_version")
 
 
 @admin.register(m.StandingRow)
-class StandingRowAdmin(admin.ModelAdmin):
+class StandingRowAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("benchmark", "track", "entrant", "score", "rounds", "updated_at")
     list_filter = ("benchmark", "track")
     list_select_related = ("benchmark", "entrant")
 
 
 @admin.register(m.LeaderboardRow)
-class LeaderboardRowAdmin(admin.ModelAdmin):
+class LeaderboardRowAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("round", "split", "entrant", "score", "submissions_count", "provisional", "updated_at")
     list_filter = ("split", "round__benchmark")
     list_select_related = ("round__benchmark", "entrant")
 
 
 @admin.register(m.DailyQuota)
-class DailyQuotaAdmin(admin.ModelAdmin):
+class DailyQuotaAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("user", "benchmark", "day", "used")
     list_filter = ("day",)
 
@@ -356,6 +416,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(m.SubmissionEvent)
-class SubmissionEventAdmin(admin.ModelAdmin):
+class SubmissionEventAdmin(ShownNotEdited, admin.ModelAdmin):
     list_display = ("submission", "status", "at", "reason")
     list_filter = ("status",)

@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from scoring.errors import RowError
+
 MAX_JSON_DEPTH = 20
 # C0 controls but tab, newline and carriage return; DEL; lone UTF-16 surrogates.
 _BAD_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
@@ -27,6 +29,15 @@ class BadInput(ValueError):
         self.message = message
         self.where = where
         self.index = index
+
+
+def bad_input_errors(exc: BadInput, *, field: str | None = None) -> list[RowError]:
+    """``exc`` as the row errors an answer lists: a prediction's row is its 1-based position."""
+    where = exc.where or field
+    if exc.index is not None and where and where.startswith("predictions["):
+        column = where.split("].", 1)[1] if "]." in where else None
+        return [RowError(exc.message, row=exc.index + 1, column=column)]
+    return [RowError(f"{where}: {exc.message}" if where else exc.message, column=where)]
 
 
 def text_problem(value: str, *, allow_newlines: bool = True) -> str | None:

@@ -1,7 +1,7 @@
 """What the pages draw, shaped from what selectors return. Pure: no ORM, no request.
 
 Views fetch with selectors, pass the results through these functions and hand
-the templates plain data: metric lines with their intervals, the direction
+the templates plain data: metric lines with their intervals, a kind's
 confusion matrix with totals and shades, the calibration table and the geometry
 of its reliability chart, and the per-case debug table with the sort keys and
 filter values its script (static/core/case_table.js) reads.
@@ -88,20 +88,29 @@ def split_panels(kind: Kind, config: Mapping[str, Any], scores: Mapping[str, Map
                                  "confusion": None, "calibration": None}
         if views:
             if views.get("confusion_matrix") is not None:
-                panel["confusion"] = confusion_table(views["confusion_matrix"], order=views.get("confusion_order"))
+                panel["confusion"] = confusion_table(views["confusion_matrix"], order=views.get("confusion_order"),
+                                                     labels=views.get("confusion_labels"))
                 panel["confusion"]["split"] = split
             if views.get("calibration_bins") is not None:
                 panel["calibration"] = calibration_view(views["calibration_bins"],
-                                                        without_confidence=views.get("calibration_missing", 0))
+                                                        without_confidence=views.get("calibration_missing", 0),
+                                                        labels=views.get("calibration_labels"))
         panels.append(panel)
     return panels
 
 
-def confusion_table(matrix: Mapping[str, Mapping[str, int]], *, order: Sequence[str] | None = None) -> dict[str, Any]:
+CONFUSION_LABELS = {"title": "Confusion matrix", "of": "class", "correct": "on the diagonal", "columns": None}
+
+
+def confusion_table(matrix: Mapping[str, Mapping[str, int]], *, order: Sequence[str] | None = None,
+                    labels: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A confusion matrix {actual: {predicted: n}} as table rows with totals and cell shades.
 
     A cell's ``shade`` is its count over the largest count (0..1); diagonal cells are ``correct``.
+    ``labels``: the kind's words for it (``Kind.summary_views``), ``CONFUSION_LABELS`` otherwise.
     """
+    words = {**CONFUSION_LABELS, **(labels or {})}
+    columns = words["columns"] or (None, None)
     labels = list(order) if order else list(matrix)
     labels += [k for k in matrix if k not in labels]
     counts = [[int((matrix.get(a) or {}).get(p, 0)) for p in labels] for a in labels]
@@ -121,6 +130,8 @@ def confusion_table(matrix: Mapping[str, Mapping[str, int]], *, order: Sequence[
         rows.append({"label": a, "cells": cells, "total": row_total})
     correct = sum(counts[i][i] for i in range(len(labels)))
     return {
+        "title": words["title"], "of": words["of"], "correct_text": words["correct"],
+        "actual_column": columns[0], "predicted_column": columns[1],
         "labels": labels,
         "rows": rows,
         "column_totals": [sum(counts[i][j] for i in range(len(labels))) for j in range(len(labels))],
@@ -135,13 +146,19 @@ CHART_W, CHART_H = 360, 250
 CHART_LEFT, CHART_RIGHT, CHART_TOP, CHART_BOTTOM = 46, 14, 16, 42
 
 
-def calibration_view(bins: Sequence[Mapping[str, Any]], *, without_confidence: int = 0) -> dict[str, Any]:
+CALIBRATION_LABELS = {"hit": "right", "hit_rate": "share right"}
+
+
+def calibration_view(bins: Sequence[Mapping[str, Any]], *, without_confidence: int = 0,
+                     labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Calibration bins as a table and as the geometry of an inline SVG reliability chart.
 
-    x: confidence 0..1; y: exact-match accuracy 0..100 %. Each bin with predictions
-    is a bar over its confidence range up to its accuracy, with a dot at its mean
-    confidence; the dashed diagonal is perfect calibration (accuracy = confidence).
+    x: confidence 0..1; y: the share of the bin's predictions that are right (the bin's
+    ``accuracy``, 0..100 %, named by the kind's ``labels``). Each bin with predictions
+    is a bar over its confidence range up to that share, with a dot at its mean
+    confidence; the dashed diagonal is perfect calibration (share = confidence).
     """
+    words = {**CALIBRATION_LABELS, **(labels or {})}
     pw = CHART_W - CHART_LEFT - CHART_RIGHT
     ph = CHART_H - CHART_TOP - CHART_BOTTOM
 
@@ -154,10 +171,10 @@ def calibration_view(bins: Sequence[Mapping[str, Any]], *, without_confidence: i
     peak = max((b["count"] for b in bins), default=0)
     table, bars, points = [], [], []
     for b in bins:
-        count, acc, conf = b["count"], b.get("accuracy"), b.get("avg_confidence")
+        count, acc, conf = b["count"], b.get("accuracy"), b.get("mean_confidence")
         gap = acc - 100.0 * conf if count and acc is not None and conf is not None else None
         label = f"{b['low']:.1f}–{b['high']:.1f}"
-        table.append({"label": label, "count": count, "avg_confidence": conf, "accuracy": acc, "gap": gap,
+        table.append({"label": label, "count": count, "mean_confidence": conf, "accuracy": acc, "gap": gap,
                       "bar": acc})
         if not count or acc is None:
             continue
@@ -170,12 +187,13 @@ def calibration_view(bins: Sequence[Mapping[str, Any]], *, without_confidence: i
         bars.append({"x": x0, "y": top, "width": round(x1 - x0, 2), "height": height,
                      "label_x": round((x0 + x1) / 2, 2), "label_y": round(label_y, 2),
                      "count": count, "title": f"confidence {label}: {count} predictions, "
-                                              f"{acc:.1f}% exact, mean confidence {conf:.2f}"})
+                                              f"{acc:.1f}% {words['hit']}, mean confidence {conf:.2f}"})
         points.append({"x": x(conf), "y": top, "r": r})
     return {
         "rows": table,
         "counted": sum(b["count"] for b in bins),
         "without_confidence": without_confidence,
+        "hit": words["hit"], "hit_rate": words["hit_rate"],
         "chart": {
             "width": CHART_W, "height": CHART_H,
             "left": CHART_LEFT, "right": CHART_W - CHART_RIGHT, "top": CHART_TOP, "bottom": y(0),
@@ -283,7 +301,7 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
                                               "options": sorted(map(str, present))}))
         elif key in kind.case_range_columns and col["type"] == "number":
             ranges.append({"key": key, "col": i, "label": label})
-    selects.sort(key=lambda t: (t[0], t[1]))  # fewest options first: split, directions, categories
+    selects.sort(key=lambda t: (t[0], t[1]))  # fewest options first (a split, then a kind's categories)
     filtered = {f["col"] for f in [wrong_only, *[s for _, _, s in selects], *ranges] if f}
 
     out_rows = []
@@ -333,13 +351,16 @@ def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
-                  entrants: Sequence[str]) -> dict[str, Any] | None:
+                  entrants: Sequence[str], reference: tuple[str, str] | None = None) -> dict[str, Any] | None:
     """One metric over a round's truth versions, one line per entrant, as inline-SVG geometry.
 
     ``history``: ``selectors.round_history`` (entrant -> points per version);
     ``entrants``: which ones to draw, in legend order. Each line ends in its
     entrant's name (no hover needed); the same numbers come as ``table``.
     Versions sit evenly along x, labelled with their date (or "final").
+    ``reference``: (metric name, label) of a round-wide series (the kind's
+    ``chart_reference``), read from any entrant's point of each version and
+    drawn as one more line, dark and dotted.
     """
     series = {e["entrant"]: e["points"] for e in history if e["entrant"] in set(entrants)}
     versions: dict[int, Mapping[str, Any]] = {}
@@ -349,8 +370,15 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
     if not versions:
         return None
     order = sorted(versions)
-    values = [p["metrics"].get(metric.name) for pts in series.values() for p in pts]
-    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    ref_values: dict[int, float] = {}
+    if reference is not None:
+        for e in history:
+            for p in e["points"]:
+                v = p["metrics"].get(reference[0])
+                if p["version"] in versions and isinstance(v, (int, float)) and math.isfinite(v):
+                    ref_values.setdefault(p["version"], v)
+    values = [p["metrics"].get(metric.name) for pts in series.values() for p in pts] + list(ref_values.values())
+    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
     if not values:
         return None
     ticks = _nice_ticks(min(values + [0.0]), max(values + [0.0]))
@@ -375,6 +403,11 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         lines.append({"name": name, "points": " ".join(f"{px},{py}" for px, py in pts), "colour": colour,
                       "dash": dash, "dots": [{"x": px, "y": py} for px, py in pts]})
         labels.append({"name": name, "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": colour})
+    if ref_values:
+        pts = [(x(i), y(ref_values[v])) for i, v in enumerate(order) if v in ref_values]
+        lines.append({"name": reference[1], "points": " ".join(f"{px},{py}" for px, py in pts), "colour": "#1a202c",
+                      "dash": "1 4", "dots": [{"x": px, "y": py} for px, py in pts], "reference": True})
+        labels.append({"name": reference[1], "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": "#1a202c"})
     # Keep end labels apart (at least 15 units: a label is 12 high), in the order of their lines' ends.
     labels.sort(key=lambda lab: lab["y"])
     for i in range(1, len(labels)):
@@ -389,6 +422,8 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
             continue
         by_version = {p["version"]: p["metrics"].get(metric.name) for p in series[name]}
         table.append({"entrant": name, "values": [by_version.get(v) for v in order]})
+    if ref_values:
+        table.append({"entrant": reference[1], "values": [ref_values.get(v) for v in order], "reference": True})
     return {
         "metric": metric,
         "width": ICHART_W, "height": ICHART_H, "left": ICHART_LEFT, "right": ICHART_W - ICHART_RIGHT,
@@ -396,23 +431,28 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         "y_ticks": [{"y": y(t), "label": metric.fmt.format(t) if metric.fmt else f"{t:g}"} for t in ticks],
         "zero": y(0.0) if low < 0 < high else None,
         "x_ticks": x_ticks, "lines": lines, "labels": labels, "has_final": any(t["final"] for t in x_ticks),
-        "columns": x_ticks, "table": table,
+        "columns": x_ticks, "table": table, "reference": reference[1] if ref_values else None,
         "x_label_y": ICHART_H - 6, "x_mid": round(ICHART_LEFT + pw / 2, 2), "y_mid": round(ICHART_TOP + ph / 2, 2),
     }
 
 
 def board_cells(rows: Sequence[Any], columns: Sequence[MetricSpec],
-                intervals: Mapping[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+                intervals: Mapping[str, tuple[str, str]] | None = None,
+                withheld: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Board rows with their metric cells formatted once, in Python (a template tag per cell
     costs more than the whole query at 100 rows). A cell whose metric has an interval (the
-    kind's ``metric_intervals``) carries its bounds' text as ``low`` and ``high``."""
+    kind's ``metric_intervals``) carries its bounds' text as ``low`` and ``high``. A provisional
+    row's missing value of a ``withheld`` metric (the kind's ``withheld_metrics``) reads "withheld"."""
     intervals = intervals or {}
     out = []
     for row in rows:
         metrics = row.metrics or {}
         cells = []
         for spec in columns:
-            cell = {"name": spec.name, "text": format_cell(metrics.get(spec.name), spec.fmt), "low": None, "high": None}
+            text = format_cell(metrics.get(spec.name), spec.fmt)
+            if metrics.get(spec.name) is None and spec.name in withheld and getattr(row, "provisional", False):
+                text = "withheld"  # an interim version does not give it: waiting, not unavailable
+            cell = {"name": spec.name, "text": text, "low": None, "high": None}
             bounds = intervals.get(spec.name)
             if bounds and all(isinstance(metrics.get(b), (int, float)) for b in bounds) and metrics.get(spec.name) is not None:
                 cell["low"], cell["high"] = (format_cell(metrics[b], spec.fmt) for b in bounds)
@@ -435,6 +475,8 @@ def format_cell(value: Any, fmt: str = "{:.4f}") -> str:
     """A value formatted for a table cell: "n/a" when missing, else ``fmt`` (or str)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     try:
         return fmt.format(value)
     except (ValueError, TypeError):

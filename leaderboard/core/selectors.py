@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
 
 from leaderboard.core.models import Benchmark, Case, CaseResult, LeaderboardRow, Round, Score, Submission
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
-from leaderboard.core.services.submissions import current_round, round_takes_submissions
+from leaderboard.core.services.submissions import current_round, round_takes_submissions, rounds_open
 
 # How a case whose truth the viewer may not see yet is labelled: it ranks (public or
 # private), and which of the two it is stays hidden with its truth.
@@ -59,9 +60,21 @@ DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 
 
+def benchmarks_for(viewer) -> QuerySet:
+    """The benchmarks ``viewer`` may see, the one rule every list and page uses: the published
+    ones; staff see every benchmark."""
+    qs = Benchmark.objects.all()
+    return qs if getattr(viewer, "is_staff", False) else qs.filter(is_published=True)
+
+
+def benchmark_for(viewer, slug: str) -> Benchmark:
+    """The benchmark ``slug`` if ``viewer`` may see it (``benchmarks_for``); else Http404."""
+    return get_object_or_404(benchmarks_for(viewer), slug=slug)
+
+
 def benchmarks_visible(viewer) -> list[Benchmark]:
-    qs = Benchmark.objects.all() if getattr(viewer, "is_staff", False) else Benchmark.objects.filter(is_published=True)
-    return list(qs.annotate(
+    """The benchmark list: ``benchmarks_for`` with each board's entrant count."""
+    return list(benchmarks_for(viewer).annotate(
         entrant_count=Count("rounds__leaderboard_rows__entrant", distinct=True,
                             filter=Q(rounds__leaderboard_rows__split="public")),
     ).order_by("title", "id"))
@@ -192,7 +205,8 @@ def private_visible(benchmark: Benchmark, viewer) -> bool:
 
 
 def leaderboard_round(benchmark: Benchmark) -> Round | None:
-    """The round whose leaderboard the benchmark page shows (the current one, else the latest)."""
+    """The round whose leaderboard the benchmark page shows (the current one, ``current_round``,
+    else the latest)."""
     return current_round(benchmark) or Round.objects.filter(benchmark=benchmark).order_by("-number", "-id").first()
 
 
@@ -466,13 +480,25 @@ def round_truth_visible(round_: Round, viewer) -> bool:
     return case_truth_visible(benchmark=round_.benchmark, round_=round_, split=Case.Split.PUBLIC, viewer=viewer)
 
 
+def _ranks_withheld(round_: Round) -> bool:
+    """A kind whose provisional boards do not rank (portfolio) withholds rank until the final truth."""
+    return (not round_.benchmark.kind_impl.ranks_provisional
+            and LeaderboardRow.objects.filter(round=round_, split="public", provisional=True).exists())
+
+
 def round_board_page(round_: Round, *, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
-    return board_page(leaderboard_queryset(round_, "public"), LeaderboardRow.BOARD_ORDER, page=page,
-                      page_size=page_size)
+    """A page of the round's board; ``rank`` is None on provisional rows of a kind that withholds it."""
+    out = board_page(leaderboard_queryset(round_, "public"), LeaderboardRow.BOARD_ORDER, page=page,
+                     page_size=page_size)
+    if not round_.benchmark.kind_impl.ranks_provisional:
+        for row in out.rows:
+            if row.provisional:
+                row.rank = None
+    return out
 
 
 def round_board_find(round_: Round, viewer, *, page_size: int = DEFAULT_PAGE_SIZE):
-    if not getattr(viewer, "is_authenticated", False):
+    if not getattr(viewer, "is_authenticated", False) or _ranks_withheld(round_):
         return None
     return board_find(leaderboard_queryset(round_, "public"), LeaderboardRow.BOARD_ORDER,
                       entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
@@ -547,8 +573,72 @@ def round_submission_case_rows(submission: Submission, *, viewer=None) -> list[d
         return None
     import numpy as np
 
-    universe = round_universe(round_)
+    universe = round_universe(round_, columns=True)  # the universe's numbers (start prices) feed some tables
     values = np.frombuffer(bytes(array.data), dtype=np.float64).reshape(array.rows, len(array.columns))
     kind = submission.benchmark.kind_impl
     return kind.round_case_rows(values, universe=universe, truth=round_truth(version, universe),
                                 config=submission.benchmark.config)
+
+
+def round_frozen(round_: Round) -> list[dict]:
+    """After close, the round's counted submissions and consistency runs with their stored values:
+    ``entrant``, ``audit_hash``, ``received_at``, ``repeat``, ``values`` (ids x columns) and ``meta``;
+    empty while the round is open (no one sees another's upload before the close)."""
+    import numpy as np
+
+    if round_.status == Round.Status.OPEN:
+        return []
+    out = []
+    for name, audit_hash, at, repeat, payload, rows, columns, data in (
+            Submission.objects.filter(round=round_).filter(Q(is_counted=True) | Q(is_repeat=True))
+            .order_by("entrant__name", "received_at", "id")
+            .values_list("entrant__name", "audit_hash", "received_at", "is_repeat", "payload", "array__rows",
+                         "array__columns", "array__data")):
+        if data is None:
+            continue
+        values = np.frombuffer(bytes(data), dtype=np.float64).reshape(rows, len(columns))
+        out.append({"entrant": name, "audit_hash": audit_hash, "received_at": at, "repeat": repeat,
+                    "values": values, "meta": (payload or {}).get("meta", {})})
+    return out
+
+
+def round_public(round_: Round) -> dict | None:
+    """What the round's kind shows beyond the board (start prices, frozen portfolios...), or None."""
+    from scoring.kinds.base import RoundKind
+
+    from leaderboard.core.services.round_engine import round_universe
+
+    kind = round_.benchmark.kind_impl
+    if type(kind).round_public is RoundKind.round_public:  # the kind shows nothing more: load nothing
+        return None
+    return kind.round_public(round_universe(round_, columns=True), round_frozen(round_), round_.benchmark.config)
+
+
+def comparison_sets_view(benchmark: Benchmark, *, track: str, page: int = 1,
+                         page_size: int = DEFAULT_PAGE_SIZE) -> dict:
+    """A track's comparison sets as stored by the last standings refresh, entrant names resolved:
+    ``sets`` (``members``, ``joined``, ``rounds``, ``oracle_sum``, ``count``, ``rows`` of this page:
+    ``rank``, ``entrant``, ``score``, ``return_sum``, ``oracle_sum``), ``history`` (every entrant's
+    all-available rounds: context, not the ranking), ``has_next`` and ``updated_at``."""
+    from leaderboard.core.models import Entrant, StandingsDocument
+
+    doc = StandingsDocument.objects.filter(benchmark=benchmark, track=track, name="comparison_sets").first()
+    data = doc.data if doc is not None else {}
+    sets, history = data.get("sets", []), data.get("history", [])
+    ids = {e for s in sets for e in s["members"]} | {h["entrant"] for h in history}
+    names = dict(Entrant.objects.filter(pk__in=ids).values_list("pk", "name"))
+    offset = (page - 1) * page_size
+    out_sets = []
+    for s in sets:
+        out_sets.append({
+            "members": [names.get(e, str(e)) for e in s["members"]],
+            "joined": [names.get(e, str(e)) for e in s["joined"]],
+            "rounds": s["rounds"], "oracle_sum": s["oracle_sum"], "count": len(s["rows"]),
+            "rows": [{**row, "entrant": names.get(row["entrant"], str(row["entrant"]))}
+                     for row in s["rows"][offset:offset + page_size]],
+        })
+    return {
+        "track": track, "updated_at": doc.updated_at if doc is not None else None, "sets": out_sets,
+        "history": [{**h, "entrant": names.get(h["entrant"], str(h["entrant"]))} for h in history],
+        "has_next": any(len(s["rows"]) > offset + page_size for s in sets),
+    }

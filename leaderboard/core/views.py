@@ -18,12 +18,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import presentation, selectors
-from leaderboard.core.api.auth import token_create
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.services.casedata import round_caseset
+from leaderboard.core.services.predictions import predictions_source
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
     entrant_create,
@@ -32,9 +32,10 @@ from leaderboard.core.services.submissions import (
     submission_create,
     submission_select,
     submissions_refusal,
-    upload_read,
 )
+from leaderboard.core.services.tokens import token_create
 from leaderboard.core.services.verify import benchmark_verify
+from leaderboard.core.throttles import LoginThrottle, SignupThrottle
 
 
 @lru_cache(maxsize=256)
@@ -49,8 +50,7 @@ def submissions_left(n: int) -> str:
 
 
 def _benchmark(request, slug: str) -> Benchmark:
-    qs = Benchmark.objects.all() if request.user.is_staff else Benchmark.objects.filter(is_published=True)
-    return get_object_or_404(qs, slug=slug)
+    return selectors.benchmark_for(request.user, slug)
 
 
 def benchmark_list(request):
@@ -102,8 +102,9 @@ def round_benchmark_detail(request, b: Benchmark):
         kind.tracks[0] if kind.tracks else "")
     page_number, page_size = selectors.board_paging(request.GET, strict=False)
     board = selectors.standings_page(b, track=track, page=page_number, page_size=page_size)
-    columns = list(kind.board_metrics(b.config))
+    columns = list(kind.standings_metrics(b.config))
     rounds = selectors.rounds_of(b)
+    open_ids = set(selectors.rounds_open(b).values_list("pk", flat=True))
     return render(request, "core/round_benchmark_detail.html", {
         "benchmark": b, "kind": kind, "track": track,
         "description_html": render_markdown(b.description),
@@ -111,7 +112,7 @@ def round_benchmark_detail(request, b: Benchmark):
         "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
         "find_me": selectors.standings_find(b, request.user, track=track, page_size=page_size),
         "note": kind.leaderboard_note(b.config),
-        "rounds": rounds, "open_rounds": [r for r in rounds if r.status == "open" and r.universe_size],
+        "rounds": rounds, "open_rounds": [r for r in rounds if r.pk in open_ids],
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
     })
 
@@ -134,17 +135,47 @@ def round_detail(request, slug, number):
     mine = ([e.name for e in request.user.entrants.all()] if request.user.is_authenticated else [])
     drawn = top + [m for m in mine if m not in top]
     history = selectors.round_history(round_, entrant_names=drawn)
-    charts = [c for c in (presentation.interim_chart(history, kind.metric(m), entrants=drawn)
+    reference = kind.chart_reference(b.config)
+    charts = [c for c in (presentation.interim_chart(history, kind.metric(m), entrants=drawn, reference=reference)
                           for m in kind.chart_metrics(b.config)) if c]
     return render(request, "core/round_detail.html", {
         "benchmark": b, "kind": kind, "round": round_,
-        "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
+        "board": board, "columns": columns,
+        "rows": presentation.board_cells(board.rows, columns, withheld=kind.withheld_metrics(b.config)),
         "find_me": selectors.round_board_find(round_, request.user, page_size=page_size),
         "versions": selectors.round_truth_versions(round_),
         "audit": selectors.round_audit(round_),
         "charts": charts,
         "notes": list((round_.data or {}).get("notes", [])),
         "kind_template": kind.round_template,
+        "kind_public": selectors.round_public(round_),
+    })
+
+
+def comparison_sets(request, slug):
+    """A round benchmark's comparison sets per track (the fair ranking surface), with the
+    all-available history beside them as context."""
+    b = _benchmark(request, slug)
+    kind = b.kind_impl
+    if not getattr(kind, "has_comparison_sets", False):
+        raise Http404("this benchmark has no comparison sets")
+    track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else kind.tracks[0]
+    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    view = selectors.comparison_sets_view(b, track=track, page=page_number, page_size=page_size)
+    score, ret = kind.metric(kind.ranking_metric_for(b.config)), kind.metric("return")
+
+    def cells(row: dict) -> dict:
+        return {**row, "score_text": presentation.format_cell(row["score"], score.fmt),
+                "return_text": presentation.format_cell(row["return_sum"], ret.fmt),
+                "oracle_text": presentation.format_cell(row["oracle_sum"], ret.fmt)}
+
+    sets = [{**s, "number": i, "rows": [cells(r) for r in s["rows"]],
+             "oracle_text": presentation.format_cell(s["oracle_sum"], ret.fmt)}
+            for i, s in enumerate(view["sets"], start=1)]
+    return render(request, "core/kinds/portfolio_comparison_sets.html", {
+        "benchmark": b, "kind": kind, "track": track, "sets": sets,
+        "history": [cells(h) for h in view["history"]], "updated_at": view["updated_at"],
+        "page": page_number, "page_size": page_size, "has_next": view["has_next"],
     })
 
 
@@ -236,8 +267,9 @@ def submit(request, slug):
     elif request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            accepted = submission_create(user=request.user, benchmark=b, data=upload_read(benchmark=b, upload=upload),
-                                         filename=upload.name, entrant=form.cleaned_data.get("entrant") or None)
+            source = predictions_source(benchmark=b, upload=upload)
+            accepted = submission_create(user=request.user, benchmark=b, **source.as_kwargs(),
+                                         entrant=form.cleaned_data.get("entrant") or None)
         except SubmissionRejected as exc:
             status = exc.status
             if exc.status == 409:  # the round closed meanwhile
@@ -288,8 +320,7 @@ def verify_page(request, slug):
         errors, status = [{"row": None, "column": "file", "message": "choose a file to check"}], 400
     else:
         try:
-            result = benchmark_verify(benchmark=b, data=upload_read(benchmark=b, upload=upload),
-                                      filename=upload.name)
+            result = benchmark_verify(benchmark=b, **predictions_source(benchmark=b, upload=upload).as_kwargs())
         except SubmissionRejected as exc:
             errors, status = [e.as_dict() for e in exc.errors], exc.status
     context = {"benchmark": b, "errors": errors, "filename": upload.name if upload else ""}
@@ -359,6 +390,7 @@ def round_submission_detail(request, sub: Submission):
     kind = b.kind_impl
     columns = list(kind.board_metrics(b.config))
     history = selectors.submission_round_scores(sub)
+    withheld = set(kind.withheld_metrics(b.config))
     rows = selectors.round_submission_case_rows(sub, viewer=request.user) if sub.is_counted else None
     table = None
     if rows:
@@ -371,9 +403,10 @@ def round_submission_detail(request, sub: Submission):
                        .values_list("pk", flat=True).first())
     return render(request, "core/round_submission_detail.html", {
         "sub": sub, "benchmark": b, "kind": kind, "columns": columns,
-        "history": [{"point": p, "cells": [presentation.format_cell(p["metrics"].get(c.name), c.fmt)
-                                           for c in columns]} for p in history],
-        "case_table": table, "replaced_by": replaced_by,
+        "history": [{"point": p, "cells": [
+            "withheld" if p["interim"] and c.name in withheld and p["metrics"].get(c.name) is None
+            else presentation.format_cell(p["metrics"].get(c.name), c.fmt) for c in columns]} for p in history],
+        "case_table": table, "case_promise": kind.case_table_promise(b.config), "replaced_by": replaced_by,
         "events": list(sub.events.order_by("at", "id")),
     })
 
@@ -403,8 +436,6 @@ def _throttled(request, throttle, template: str, context: dict):
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
-    from leaderboard.core.api.throttles import SignupThrottle
-
     if request.user.is_authenticated:
         return redirect("benchmark_list")
     form = SignupForm(request.POST or None)
@@ -426,8 +457,6 @@ class ThrottledLoginView(LoginView):
     """Django's login view behind the per-address login throttle."""
 
     def post(self, request, *args, **kwargs):
-        from leaderboard.core.api.throttles import LoginThrottle
-
         refused = _throttled(request, LoginThrottle(), "registration/login.html", {"form": self.get_form()})
         if refused is not None:
             return refused

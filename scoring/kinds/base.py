@@ -95,9 +95,6 @@ class Bundle:
     truth: Truth
 
 
-class VerifyUnavailable(Exception):
-    """This benchmark offers no dry run; the message says why."""
-
 
 class Kind:
     """Base class. Subclasses set the class attributes and implement the methods."""
@@ -117,6 +114,8 @@ class Kind:
     # File names a bundle folder may hold (besides benchmark.json).
     bundle_files: ClassVar[tuple[str, ...]] = ("cases.csv",)
     submission_formats: ClassVar[tuple[str, ...]] = ("csv",)
+    # Top-level keys of a JSON body that is itself a submission (without a "predictions" wrapper).
+    json_submission_keys: ClassVar[tuple[str, ...]] = ()
     # The columns of a per-case row that carry only what the participant sent
     # (never truth, never correctness): what a row shows while its case's truth
     # is hidden. Exact names, and name prefixes.
@@ -231,9 +230,9 @@ class Kind:
     def verify(self, parsed: Any, *, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> dict[str, Any]:
         """Score without saving (a participant's dry run); never reveals hidden truth.
 
-        Raises VerifyUnavailable when the kind or the benchmark's config has no dry run.
+        Raises ValidationFailed (403) when the kind or the benchmark's config has no dry run.
         """
-        raise VerifyUnavailable(f"kind {self.name!r} has no verify endpoint")
+        raise ValidationFailed([RowError(f"kind {self.name!r} has no verify endpoint")], status=403)
 
     def verify_available(self, config: Mapping[str, Any]) -> bool:
         """Whether this benchmark offers the dry run (``verify``)."""
@@ -245,8 +244,13 @@ class Kind:
 
     def summary_views(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
         """What the submission page draws beside the metrics, in the pages' terms: any of
-        ``confusion_matrix`` ({actual: {predicted: n}}) with ``confusion_order``, and
-        ``calibration_bins`` with ``calibration_missing`` (rows without a confidence)."""
+        ``confusion_matrix`` ({actual: {predicted: n}}) with ``confusion_order`` and
+        ``confusion_labels`` (``title``, ``of``: what the rows and columns are, ``correct``:
+        how the diagonal reads, ``columns``: the (actual, predicted) case columns the cells
+        filter the debug table by), and ``calibration_bins`` (``low``, ``high``, ``count``,
+        ``accuracy``: percent right, ``mean_confidence``) with ``calibration_missing``
+        (rows without a confidence) and ``calibration_labels`` (``hit``: what a bin counts
+        as right, ``hit_rate``: its share). The shared templates print only these words."""
         return None
 
     # -- scoring ------------------------------------------------------------
@@ -401,6 +405,10 @@ class RoundKind(Kind):
     tracks: ClassVar[tuple[str, ...]] = ()
     # The round page's kind partial (a template name), if the kind has one.
     round_template: ClassVar[str | None] = None
+    # Do provisional (interim) boards rank? False: rank stays withheld (None) until final truth.
+    ranks_provisional: ClassVar[bool] = True
+    # Does the kind publish comparison sets per track (a standings document "comparison_sets")?
+    has_comparison_sets: ClassVar[bool] = False
 
     # -- bundles: a round benchmark's bundle is benchmark.json alone --------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
@@ -487,12 +495,173 @@ class RoundKind(Kind):
         """Metrics the round page charts over the truth versions (provisional series)."""
         return (self.ranking_metric_for(config),)
 
+    def chart_reference(self, config: Mapping[str, Any]) -> tuple[str, str] | None:
+        """A round-wide series drawn beside the entrants' lines: (metric name, label), or None."""
+        return None
+
+    def withheld_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        """Metrics an interim truth version does not give (pages say "withheld", not "n/a")."""
+        return ()
+
+    def standings_metrics(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+        """The columns of the standings (default: the round board's)."""
+        return self.board_metrics(config)
+
+    def round_public(self, universe: Universe, frozen: Sequence[Mapping[str, Any]],
+                     config: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What the round page and the round's API answer show beyond the board (JSON-serialisable),
+        for the kind's partial. ``frozen``: after close, the counted submissions and consistency runs
+        (``entrant``, ``audit_hash``, ``received_at``, ``repeat``, ``values``, ``meta``); empty while open."""
+        return None
+
     def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
         """The debug table's columns, in order."""
         return ()
+
+    def case_table_promise(self, config: Mapping[str, Any]) -> str:
+        """What the per-id table will show, said on a counted submission's page before resolution."""
+        return "The per-id table is shown once the round is resolved."
 
     def metric(self, name: str) -> MetricSpec:
         try:
             return super().metric(name)
         except KeyError:
             return MetricSpec(name, name)
+
+
+# ---------------------------------------------------------------------------
+# Helpers the round kinds share: universes of ids, per-id value files, windowed standings
+# ---------------------------------------------------------------------------
+
+MAX_ID_CHARS = 100
+MAX_LISTED_MISSING = 20
+UNIVERSE_MAX_BYTES = 50 * 1024 * 1024
+
+
+def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()) -> CaseSet:
+    """A universe file: ``id`` (each once, printable, no commas) plus optional numeric columns
+    starting with one of ``prefixes``; errors name the file, row and column."""
+    from scoring import csvfile
+    from scoring.errors import ErrorList
+
+    errs = ErrorList(file=filename or "universe.csv")
+    table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_MAX_BYTES, required=("id",),
+                               prefixes=tuple(prefixes), what="id")
+    pos = table.position()
+    extra = [h for h in table.header if prefixes and h.startswith(tuple(prefixes))]
+    seen: dict[str, int] = {}
+    cases: list[Case] = []
+    for row, rec in table.rows:
+        cid = rec[pos["id"]].strip()
+        ok = True
+        if not cid:
+            errs.add("empty id", row, "id")
+            ok = False
+        elif len(cid) > MAX_ID_CHARS or not cid.isprintable() or "," in cid:
+            errs.add(f"an id is at most {MAX_ID_CHARS} printable characters without commas; got {csvfile.show(cid)}",
+                     row, "id")
+            ok = False
+        elif cid in seen:
+            errs.add(f"duplicate id {cid!r} (first in row {seen[cid]})", row, "id")
+            ok = False
+        else:
+            seen[cid] = row
+        public: dict[str, float] = {}
+        for f in extra:
+            value, message = csvfile.number(rec[pos[f]])
+            if message:
+                errs.add(message, row, f)
+                ok = False
+            else:
+                public[f] = value
+        if ok:
+            cases.append(Case(cid, "public", public))
+    errs.raise_if_any()
+    return CaseSet(cases)
+
+
+def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], max_bytes: int,
+                   check=None, filename: str | None = None, every_id: bool = True,
+                   empty_ok: bool = False, what: str = "prediction") -> np.ndarray:
+    """A CSV ``id,<columns>`` aligned to the universe: (ids, columns) float64, NaN where empty.
+
+    Every id of the universe at most once (exactly once with ``every_id``); each cell a
+    finite number (an empty one allowed with ``empty_ok``), then ``check(value, raw)``
+    may return a message refusing it. Raises ValidationFailed naming every problem by
+    row and column (``filename`` names the file too).
+    """
+    from scoring import csvfile
+    from scoring.errors import ErrorList
+
+    errs = ErrorList(file=filename)
+    table = csvfile.read_table(data, errs=errs, max_bytes=max_bytes, required=("id", *columns), what=what)
+    pos = table.position()
+    index = universe.index
+    values = np.full((len(universe), len(columns)), np.nan)
+    first = np.zeros(len(universe), dtype=np.int64)
+    i_id = pos["id"]
+    cols = [(j, c, pos[c]) for j, c in enumerate(columns)]
+    for row, rec in table.rows:
+        if len(errs.items) >= errs.cap:
+            break
+        cid = rec[i_id].strip()
+        at = index.get(cid)
+        if at is None:
+            errs.add(f"unknown id {csvfile.show(cid)}: not in this round's universe" if cid else "empty id",
+                     row, "id")
+        elif first[at]:
+            errs.add(f"duplicate id {cid!r} (first in row {first[at]})", row, "id")
+            at = None
+        else:
+            first[at] = row
+        for j, col, p in cols:
+            raw = rec[p]
+            if empty_ok and not raw.strip():
+                continue
+            try:
+                v = float(raw)
+            except ValueError:
+                v, message = csvfile.number(raw)
+            else:
+                message = check(v, raw) if check is not None else None
+                if message is None and v - v != 0:  # NaN or infinite
+                    message = csvfile.number(raw)[1]
+            if message:
+                errs.add(message, row, col)
+            elif at is not None:
+                values[at, j] = v
+    missing = np.flatnonzero(first == 0)
+    if every_id and len(missing) and not errs.dropped:
+        for at in missing[:MAX_LISTED_MISSING]:
+            errs.add(f"no row for id {universe.ids[at]!r}: every id of the universe needs a {what}", None, "id")
+        if len(missing) > MAX_LISTED_MISSING:
+            errs.add(f"... and {len(missing) - MAX_LISTED_MISSING} more ids have no row "
+                     f"({len(missing)} of {len(universe)} missing)", None, "id")
+    errs.raise_if_any()
+    return values
+
+
+def windowed_mean_standings(results: Sequence[RoundResult], *, window: int, rank_by: str) -> Standings:
+    """Per entrant: the mean of each metric over its last ``window`` resolved rounds (``results``
+    newest first), n/a values left out of a mean; the row's score is the mean of ``rank_by``."""
+    import math
+
+    taken: dict[Any, list[RoundResult]] = {}
+    for result in results:
+        for entrant in result.metrics:
+            rounds = taken.setdefault(entrant, [])
+            if len(rounds) < window:
+                rounds.append(result)
+    rows = []
+    for entrant, rounds in taken.items():
+        sums: dict[str, list[float]] = {}
+        for r in rounds:
+            for name, value in r.metrics[entrant].items():
+                if value is not None and math.isfinite(value):
+                    sums.setdefault(name, []).append(value)
+                else:
+                    sums.setdefault(name, [])
+        means = {name: (sum(v) / len(v) if v else None) for name, v in sums.items()}
+        first_at = min(r.received_at[entrant] for r in rounds)
+        rows.append(Standing(entrant, means.get(rank_by), means, len(rounds), first_at))
+    return Standings(rows)

@@ -49,7 +49,7 @@ from scoring.metrics_uncertainty import bootstrap_ci
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
-from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth, VerifyUnavailable
+from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "multiplier_coefficient": 0.5,
@@ -74,10 +74,6 @@ SPLITS = (DEV, *RANKED_SPLITS)  # as a bundle names them, and as submissions are
 CASE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")
 MAX_CASE_TEXT = 100_000  # characters of one press release
 _CSV_FIELD_LIMIT = csv.field_size_limit()  # the csv module's global limit; never changed here
-
-
-class VerifyDisabled(VerifyUnavailable):
-    """Verify was asked of a benchmark whose config turns it off."""
 
 
 @dataclass(frozen=True)
@@ -320,8 +316,14 @@ class ImpactKind(Kind):
         rows = [r for r in case_rows if r.get("split") == split]
         return {"confusion_matrix": summary["direction_confusion_matrix"],
                 "confusion_order": self.case_column_orders["actual_direction"],
-                "calibration_bins": summary["calibration"],
-                "calibration_missing": sum(1 for r in rows if r.get("confidence") is None)}
+                "confusion_labels": {"title": "Direction confusion matrix", "of": "direction",
+                                     "correct": "in the right direction",
+                                     "columns": ("actual_direction", "predicted_direction")},
+                "calibration_bins": [{"low": b["low"], "high": b["high"], "count": b["count"],
+                                      "accuracy": b["accuracy"], "mean_confidence": b["avg_confidence"]}
+                                     for b in summary["calibration"]],
+                "calibration_missing": sum(1 for r in rows if r.get("confidence") is None),
+                "calibration_labels": {"hit": "exact match", "hit_rate": "exact-match accuracy"}}
 
     def leaderboard_note(self, config: Mapping[str, Any]) -> str:
         cfg = self.validate_config(config)
@@ -449,11 +451,7 @@ class ImpactKind(Kind):
         self, data: bytes, *, filename: str, cases: CaseSet, config: Mapping[str, Any]
     ) -> ImpactSubmission:
         cfg = self.validate_config(config)
-        limit = cfg["max_upload_bytes"]
-        if len(data) > limit:
-            raise ValidationFailed(
-                [RowError(f"the file is {len(data)} bytes; the limit is {limit} bytes")], too_large=True
-            )
+        csvfile.check_size(data, cfg["max_upload_bytes"])
         errors = ErrorList()
         text = _decode(data, errors)
         if text is None:
@@ -760,12 +758,12 @@ def verify(
     dev truth is read, so nothing about a ranked case leaks; dev cases without
     truth are counted in ``metrics["cases_ignored_unresolved"]``. ``mae`` is
     present only when some prediction gave a predicted_score. Raises
-    VerifyDisabled when the config turns verify off.
+    ValidationFailed (403) when the config turns verify off.
     """
     kind = ImpactKind()
     cfg = kind.validate_config(config)
     if not cfg["verify_enabled"]:
-        raise VerifyDisabled("verify is turned off for this benchmark")
+        raise ValidationFailed([RowError("verify is turned off for this benchmark")], status=403)
     splits = {c.case_id: c.split for c in cases.cases}
     dev_preds = tuple(p for p in parsed.predictions if splits.get(p.case_id) == DEV)
     ignored = len(parsed.predictions) - len(dev_preds)

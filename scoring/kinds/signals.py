@@ -23,10 +23,9 @@ import numpy as np
 import pandas as pd
 
 from scoring import csvfile
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import (
-    Case,
     CaseSet,
     Column,
     MetricSpec,
@@ -36,18 +35,18 @@ from scoring.kinds.base import (
     RoundResult,
     RoundSubmission,
     RoundTruth,
-    Standing,
     Standings,
     Universe,
+    read_id_universe,
+    read_id_values,
+    UNIVERSE_MAX_BYTES,
+    windowed_mean_standings,
 )
 from scoring.rounds import SIGNALS_METRICS, percentile_ranks, rank_codes, score_signals_round, signed_power
 
 ID, PREDICTION, TARGET = "id", "prediction", "target"
 FEATURE_PREFIX = "feature_"
-MAX_ID_CHARS = 100
-MAX_LISTED_MISSING = 20
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
-DEFAULT_UNIVERSE_BYTES = 50 * 1024 * 1024
 
 METRICS = (
     MetricSpec("corr", "CORR", True, "{:.4f}", "numerai corr: Pearson of pow1.5(gaussianized rank) with "
@@ -136,90 +135,23 @@ class SignalsKind(RoundKind):
     # -- universe -------------------------------------------------------------
     def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:
         """``id`` plus optional ``feature_*`` columns (finite numbers): each id once."""
-        errs = ErrorList(file=filename or "universe.csv")
-        table = csvfile.read_table(data, errs=errs, max_bytes=DEFAULT_UNIVERSE_BYTES, required=(ID,),
-                                   prefixes=(FEATURE_PREFIX,), what="id")
-        pos = table.position()
-        features = [h for h in table.header if h.startswith(FEATURE_PREFIX)]
-        seen: dict[str, int] = {}
-        cases: list[Case] = []
-        for row, rec in table.rows:
-            cid = rec[pos[ID]].strip()
-            ok = True
-            if not cid:
-                errs.add("empty id", row, ID)
-                ok = False
-            elif len(cid) > MAX_ID_CHARS or not cid.isprintable() or "," in cid:
-                errs.add(f"an id is at most {MAX_ID_CHARS} printable characters without commas; got {csvfile.show(cid)}",
-                         row, ID)
-                ok = False
-            elif cid in seen:
-                errs.add(f"duplicate id {cid!r} (first in row {seen[cid]})", row, ID)
-                ok = False
-            else:
-                seen[cid] = row
-            public: dict[str, float] = {}
-            for f in features:
-                value, message = csvfile.number(rec[pos[f]])
-                if message:
-                    errs.add(message, row, f)
-                    ok = False
-                else:
-                    public[f] = value
-            if ok:
-                cases.append(Case(cid, "public", public))
-        errs.raise_if_any()
-        return CaseSet(cases)
+        return read_id_universe(data, filename=filename, prefixes=(FEATURE_PREFIX,))
 
     # -- submissions ----------------------------------------------------------
     def parse_round_submission(self, data: bytes, *, filename: str, universe: Universe,
                                config: Mapping[str, Any]) -> RoundSubmission:
         """``id,prediction``: every universe id exactly once, predictions finite in [0, 1]."""
         cfg = self.validate_config(config)
-        errs = ErrorList()
-        table = csvfile.read_table(data, errs=errs, max_bytes=cfg["max_upload_bytes"], required=(ID, PREDICTION),
-                                   what="prediction")
-        pos = table.position()
-        index = universe.index
-        values = np.full(len(universe), np.nan)
-        first = np.zeros(len(universe), dtype=np.int64)
-        i_id, i_pred = pos[ID], pos[PREDICTION]
-        for row, rec in table.rows:
-            if len(errs.items) >= errs.cap:
-                break
-            cid = rec[i_id].strip()
-            at = index.get(cid)
-            if at is None:
-                errs.add(f"unknown id {csvfile.show(cid)}: not in this round's universe" if cid else "empty id",
-                         row, ID)
-            elif first[at]:
-                errs.add(f"duplicate id {cid!r} (first in row {first[at]})", row, ID)
-                at = None
-            else:
-                first[at] = row
-            raw = rec[i_pred]
-            try:
-                v = float(raw)
-            except ValueError:
-                v, message = csvfile.number(raw)
-            else:
-                message = None if 0.0 <= v <= 1.0 else (
-                    "NaN is not allowed; expected a number in [0, 1]" if v != v
+
+        def in_unit_interval(v: float, raw: str) -> str | None:
+            if 0.0 <= v <= 1.0:
+                return None
+            return ("NaN is not allowed; expected a number in [0, 1]" if v != v
                     else f"{csvfile.show(raw.strip())} is outside [0, 1]")
-            if message:
-                errs.add(message, row, PREDICTION)
-            elif at is not None:
-                values[at] = v
-        missing = np.flatnonzero(first == 0)
-        if len(missing) and not errs.dropped:
-            for at in missing[:MAX_LISTED_MISSING]:
-                errs.add(f"no row for id {universe.ids[at]!r}: every id of the universe needs a prediction",
-                         None, ID)
-            if len(missing) > MAX_LISTED_MISSING:
-                errs.add(f"... and {len(missing) - MAX_LISTED_MISSING} more ids have no row "
-                         f"({len(missing)} of {len(universe)} missing)", None, ID)
-        errs.raise_if_any()
-        return RoundSubmission(values[:, None], (PREDICTION,))
+
+        values = read_id_values(data, universe=universe, columns=(PREDICTION,), max_bytes=cfg["max_upload_bytes"],
+                                check=in_unit_interval)
+        return RoundSubmission(values, (PREDICTION,))
 
     def format_help(self, config: Mapping[str, Any]) -> str:
         cfg = self.validate_config(config)
@@ -271,35 +203,11 @@ class SignalsKind(RoundKind):
         """``id,target`` (+ the extra target columns): ids of the universe at most once; an empty
         cell means no target for that id (it is not scored)."""
         columns = self.truth_columns(config)
-        errs = ErrorList(file=filename or "truth.csv")
-        table = csvfile.read_table(data, errs=errs, max_bytes=DEFAULT_UNIVERSE_BYTES, required=(ID, *columns),
-                                   what="id")
-        pos = table.position()
-        values = np.full((len(universe), len(columns)), np.nan)
-        first: dict[int, int] = {}
-        for row, rec in table.rows:
-            cid = rec[pos[ID]].strip()
-            at = universe.index.get(cid)
-            if at is None:
-                errs.add(f"unknown id {csvfile.show(cid)}: not in this round's universe" if cid else "empty id",
-                         row, ID)
-            elif at in first:
-                errs.add(f"duplicate id {cid!r} (first in row {first[at]})", row, ID)
-                at = None
-            else:
-                first[at] = row
-            for j, col in enumerate(columns):
-                raw = rec[pos[col]]
-                if not raw.strip():
-                    continue
-                value, message = csvfile.number(raw)
-                if message:
-                    errs.add(message, row, col)
-                elif at is not None:
-                    values[at, j] = value
-        if not errs and np.isnan(values[:, 0]).all():
-            errs.add(f"no id has a {TARGET}: nothing could be scored")
-        errs.raise_if_any()
+        file = filename or "truth.csv"
+        values = read_id_values(data, universe=universe, columns=columns, max_bytes=UNIVERSE_MAX_BYTES,
+                                filename=file, every_id=False, empty_ok=True, what="id")
+        if np.isnan(values[:, 0]).all():
+            raise ValidationFailed([RowError(f"no id has a {TARGET}: nothing could be scored", file=file)])
         return RoundTruth(values, columns, final=final, as_of=as_of)
 
     # -- scoring ------------------------------------------------------------------
@@ -371,6 +279,10 @@ class SignalsKind(RoundKind):
                    "this id's term of the Pearson correlation behind corr; the column sums to corr"),
         )
 
+    def case_table_promise(self, config: Mapping[str, Any]) -> str:
+        return ("The per-id table (your prediction, its gaussianized rank, the target and each id's contribution) "
+                "is shown once the round is resolved.")
+
     def round_case_rows(self, values: np.ndarray, *, universe: Universe, truth: RoundTruth,
                         config: Mapping[str, Any]) -> list[dict[str, Any]]:
         """id, prediction, gaussianized rank, target and contribution to corr, per universe id.
@@ -410,26 +322,7 @@ class SignalsKind(RoundKind):
         """Per entrant: the mean of each metric over its last ``standings_window`` resolved rounds
         (newest first in ``results``), n/a values left out of a mean; ranked by ``rank_by``."""
         cfg = self.validate_config(config)
-        window, rank_by = cfg["standings_window"], cfg["rank_by"]
-        taken: dict[Any, list[RoundResult]] = {}
-        for result in results:
-            for entrant in result.metrics:
-                rounds = taken.setdefault(entrant, [])
-                if len(rounds) < window:
-                    rounds.append(result)
-        rows = []
-        for entrant, rounds in taken.items():
-            sums: dict[str, list[float]] = {}
-            for r in rounds:
-                for name, value in r.metrics[entrant].items():
-                    if value is not None and math.isfinite(value):
-                        sums.setdefault(name, []).append(value)
-                    else:
-                        sums.setdefault(name, [])
-            means = {name: (sum(v) / len(v) if v else None) for name, v in sums.items()}
-            first_at = min(r.received_at[entrant] for r in rounds)
-            rows.append(Standing(entrant, means.get(rank_by), means, len(rounds), first_at))
-        return Standings(rows)
+        return windowed_mean_standings(results, window=cfg["standings_window"], rank_by=cfg["rank_by"])
 
 
 def _num(v: Any) -> float | None:

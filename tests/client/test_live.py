@@ -310,3 +310,58 @@ def test_live_dataframe_upload_in_this_process(site):
     with Client(site.url, site.token) as client:
         scored = client.wait(client.submit(SLUG, frame), timeout=60, interval=0.2)
     assert scored.status == "scored" and scored.scores["public"]["score"] == pytest.approx(1.0)
+
+
+def test_live_portfolio_round_through_the_client(live, transactional_db, tmp_path, venv_run):
+    """A portfolio round driven by the installed client alone: the organiser opens it (weekly) and
+    later loads the final prices; a participant submits a dict and ``lb submit`` a JSON file, the
+    second replacing the first; the client then reads the scored result and the comparison sets."""
+    from tests.support.portfolio import portfolio_benchmark
+
+    portfolio_benchmark(tmp_path, slug="live-cap")
+    User = get_user_model()
+    _, staff = token_create(user=User.objects.create_user("boss", password="pw-boss-123", is_staff=True))
+    _, player = token_create(user=User.objects.create_user("ana", password="pw-ana-123"))
+    (tmp_path / "options.csv").write_bytes(b"option,start_price\nALPHA,100\nBRAVO,40\nSP500,5000\n")
+    (tmp_path / "prices.csv").write_bytes(b"option,end_price\nALPHA,105\nBRAVO,38\nSP500,5100\n")
+    (tmp_path / "mine.json").write_text(json.dumps({
+        "allocations": [{"option": "ALPHA", "percent": 80}, {"option": "BRAVO", "percent": 20}],
+        "confidence": 0.75, "rationale": "Mostly alpha."}))
+    site = SimpleNamespace(dir=tmp_path, env={"LEADERBOARD_URL": live, "LEADERBOARD_TOKEN": player})
+    out = _python(venv_run, site, """
+        import json, os
+        from leaderboard_client import Client
+        args = json.loads(os.environ["ARGS"])
+        boss = Client(token=args["staff"])
+        r = boss.round_open("live-cap", "options.csv", track="weekly")
+        first = Client().submit("live-cap", {"allocations": [{"option": "CASH", "percent": 100}],
+                                             "confidence": 0.1, "rationale": "first"})
+        print(json.dumps({"round": [r.number, r.track], "first": [first.id, first.status]}))
+    """, staff=staff)
+    assert out["round"] == [1, "weekly"] and out["first"][1] == "accepted"
+    submitted = _lb(venv_run, site, "submit", "live-cap", "mine.json")
+    assert submitted.code == 0, submitted.err
+    out = _python(venv_run, site, """
+        import json, os
+        from leaderboard_client import Client
+        args = json.loads(os.environ["ARGS"])
+        boss, me = Client(token=args["staff"]), Client()
+        boss.round_close("live-cap", 1)
+        boss.truth_load("live-cap", 1, "prices.csv")
+        mine = [s for s in me.submissions("live-cap") if s.id != args["first"]][0]
+        done = me.wait(mine.id, timeout=60, interval=0.2, until=("scored", "failed"))  # not "accepted"
+        first = me.submission(args["first"])
+        sets = me.comparison_sets("live-cap", track="weekly")
+        print(json.dumps({"status": done.status, "scores": done.scores["public"], "first": first.status,
+                          "sets": [[s.members, s.rounds, [(r.rank, r.entrant, r.score, r.return_sum)
+                                                          for r in s.rows]] for s in sets]}))
+    """, staff=staff, first=out["first"][0])
+    # ALPHA +5% (the oracle), BRAVO -5%, SP500 +2%: 0.8 x 5% + 0.2 x -5% = 3%; score 100 x 3 / 5 = 60.
+    assert out["status"] == "scored" and out["first"] == "accepted"  # replaced: never scored
+    scores = out["scores"]
+    assert scores["return"] == pytest.approx(0.03) and scores["score"] == pytest.approx(60.0)
+    assert scores["minus_sp500"] == pytest.approx(0.01) and scores["regret"] == pytest.approx(0.02)
+    assert scores["beats_cash"] is True
+    (members, rounds, rows), = out["sets"]
+    assert members == ["ana"] and rounds == [1]
+    assert rows == [[1, "ana", pytest.approx(60.0), pytest.approx(0.03)]]

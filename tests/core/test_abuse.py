@@ -11,7 +11,7 @@ import random
 import pytest
 from django.contrib.auth import get_user_model
 
-from leaderboard.core.api.throttles import LoginThrottle, SignupThrottle
+from leaderboard.core.throttles import LoginThrottle, SignupThrottle
 
 
 def _limit(throttle) -> int:

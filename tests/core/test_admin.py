@@ -70,3 +70,76 @@ def test_admin_is_for_staff_only(client, users, mini_benchmark):
     resp = client.get(f"/admin/core/benchmark/{mini_benchmark.pk}/truth/")
     assert resp.status_code == 302 and "/admin/login/" in resp["Location"]
     assert not Submission.objects.exists()
+
+
+def _admin_datetime(prefix: str, at) -> dict:
+    return {f"{prefix}_0": f"{at:%Y-%m-%d}", f"{prefix}_1": f"{at:%H:%M:%S}"}
+
+
+def test_admin_shows_a_submission_but_never_edits_its_status(client, users, mini_benchmark,
+                                                             django_capture_on_commit_callbacks):
+    sub = _scored(mini_benchmark, users["owner"], django_capture_on_commit_callbacks)
+    client.force_login(users["organiser"])
+    page = client.get(f"/admin/core/submission/{sub.pk}/change/")
+    assert page.status_code == 200 and sub.audit_hash in page.content.decode()
+    assert 'name="status"' not in page.content.decode()  # shown as text, not a field
+    # A hand-made POST changes nothing: the status moves only in submission_set_status.
+    resp = client.post(f"/admin/core/submission/{sub.pk}/change/", {
+        "status": "failed", "status_reason": "edited by hand", "is_selected": "on", "is_counted": ""})
+    assert resp.status_code == 403
+    sub.refresh_from_db()
+    assert (sub.status, sub.is_selected) == ("scored", False)
+    assert client.get("/admin/core/submission/add/").status_code == 403
+    assert [e.reason for e in sub.events.all()][-1] == "scored against truth version 1"
+    # Records the services derive are shown, never added by hand.
+    for model in ("score", "caseresult", "leaderboardrow", "submissionevent", "truthversion", "dailyquota", "stake"):
+        assert client.get(f"/admin/core/{model}/").status_code == 200, model
+        assert client.get(f"/admin/core/{model}/add/").status_code == 403, model
+
+
+def test_admin_adds_no_round_and_moves_status_and_deadline_through_the_services(client, users, mini_benchmark):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    round_ = Round.objects.get(benchmark=mini_benchmark)
+    client.force_login(users["organiser"])
+    # No round is added by hand, neither on its own page nor among the benchmark's rounds.
+    assert client.get("/admin/core/round/add/").status_code == 403
+    resp = client.post("/admin/core/round/add/", {"benchmark": mini_benchmark.pk, "number": 2, "status": "open"})
+    assert resp.status_code == 403
+    page = client.get(f"/admin/core/benchmark/{mini_benchmark.pk}/change/").content.decode()
+    assert 'name="rounds-MAX_NUM_FORMS" value="0"' in page or 'name="rounds-TOTAL_FORMS"' not in page
+    assert Round.objects.filter(benchmark=mini_benchmark).count() == 1
+
+    # The round's page: status and the fields that define it are shown, not editable.
+    page = client.get(f"/admin/core/round/{round_.pk}/change/").content.decode()
+    for field in ("status", "number", "benchmark", "is_permanent"):
+        assert f'name="{field}"' not in page, field
+    later = (timezone.now() + dt.timedelta(days=10)).replace(microsecond=0)
+    resp = client.post(f"/admin/core/round/{round_.pk}/change/", {
+        "title": "the one round", "status": "resolved", "number": 7, **_admin_datetime("opens_at", round_.opens_at),
+        **_admin_datetime("closes_at", later)})
+    assert resp.status_code == 302
+    round_.refresh_from_db()
+    assert (round_.title, round_.status, round_.number, round_.closes_at) == ("the one round", "open", 1, later)
+    # Closing by the action (round_close): the deadline becomes the moment it closed.
+    before = timezone.now()
+    client.post("/admin/core/round/", {"action": "close_rounds", "_selected_action": [round_.pk]})
+    round_.refresh_from_db()
+    assert round_.status == "closed" and before <= round_.closes_at <= timezone.now()
+
+
+def test_admin_flags_benchmark_models_through_entrant_flag(client, users, db):
+    from leaderboard.core.models import Entrant
+    from leaderboard.core.services.submissions import entrant_default
+
+    entrant = entrant_default(users["owner"])
+    client.force_login(users["organiser"])
+    assert 'name="is_benchmark_model"' not in client.get(f"/admin/core/entrant/{entrant.pk}/change/").content.decode()
+    resp = client.post("/admin/core/entrant/", {"action": "flag_benchmark_model", "_selected_action": [entrant.pk]},
+                       follow=True)
+    assert "1 entrant(s) now benchmark models." in resp.content.decode()
+    assert Entrant.objects.get(pk=entrant.pk).is_benchmark_model is True
+    client.post("/admin/core/entrant/", {"action": "unflag_benchmark_model", "_selected_action": [entrant.pk]})
+    assert Entrant.objects.get(pk=entrant.pk).is_benchmark_model is False

@@ -155,7 +155,7 @@ def test_pages_admin_lists_every_model(client, users, mini_benchmark):
 
 
 def test_pages_login_is_throttled_per_address(client, users):
-    from leaderboard.core.api.throttles import LoginThrottle
+    from leaderboard.core.throttles import LoginThrottle
 
     limit = int(LoginThrottle().get_rate().split("/")[0])
     codes = [client.post("/accounts/login/", {"username": "owner", "password": "wrong"}).status_code

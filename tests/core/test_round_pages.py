@@ -106,7 +106,8 @@ def test_presentation_and_shared_templates_name_no_kinds_metric():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    names = {"corr", "mmc", "bmc", "fnc", "cwmm", "exact_match", "min_predictions", "spearman", "recall",
+    names = {"corr", "mmc", "bmc", "fnc", "cwmm", "exact_match", "min_predictions", "spearman", "recall", "ndcg",
+             "unique_ndcg", "corr_to_meta", "gaussianized_rank",
              "directional_accuracy", "bootstrap"}
     shared = [root / "leaderboard/core/presentation.py", *(root / "templates/core").glob("*.html")]
     for path in shared:

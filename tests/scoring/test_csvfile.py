@@ -39,6 +39,26 @@ def test_every_kind_reads_uploads_with_the_same_rules(name):
     assert expected in messages["signals"]
 
 
+def test_every_kind_refuses_an_oversized_upload_with_one_message():
+    data = b"id,prediction\n" + b"A,0.5\n" * 400  # 2,414 bytes against a 2,048-byte cap
+    cases = CaseSet([Case("A", "public", {"fold": 0})])
+    props_cfg = {"properties": [{"name": "P", "higher_is_better": True}], "max_upload_bytes": 2048}
+    parses = {
+        "properties": lambda: get_kind("properties").parse_submission(data, filename="p.csv", cases=cases,
+                                                                      config=props_cfg),
+        "impact": lambda: get_kind("impact").parse_submission(data, filename="p.csv", cases=cases,
+                                                              config={"max_upload_bytes": 2048}),
+        "signals": lambda: get_kind("signals").parse_round_submission(data, filename="p.csv", universe=Universe(("A",)),
+                                                                      config={"max_upload_bytes": 2048}),
+    }
+    for kind, parse in parses.items():
+        with pytest.raises(ValidationFailed) as info:
+            parse()
+        assert info.value.too_large and info.value.status == 413, kind
+        assert [e.message for e in info.value.errors] == [
+            f"the file is {len(data):,} bytes; the limit is 2,048 bytes"], kind
+
+
 def test_utf16_with_a_bom_and_utf8_with_a_bom_are_read():
     universe = Universe(("A", "B"))
     text = "id,prediction\nA,0.25\nB,0.75\n"

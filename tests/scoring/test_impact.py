@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from scoring import metrics_impact as mi
+from scoring.errors import ValidationFailed
 from scoring.kinds import get_kind
 from scoring.kinds.base import Case, CaseSet, Truth
-from scoring.kinds.impact import VerifyDisabled, exact_match_ci, submission_summary, verify
+from scoring.kinds.impact import exact_match_ci, submission_summary, verify
 
 KIND = get_kind("impact")
 
@@ -368,8 +369,9 @@ def test_verify_omits_mae_without_scores_and_can_be_disabled():
     out = verify(sub, cases, truth, {})
     assert "mae" not in out["metrics"]
     assert out["metrics"]["avg_confidence"] is None
-    with pytest.raises(VerifyDisabled):
+    with pytest.raises(ValidationFailed, match="verify is turned off") as info:
         verify(sub, cases, truth, {"verify_enabled": False})
+    assert info.value.status == 403
 
 
 def test_submission_summary_confusion_and_calibration():

@@ -1,6 +1,7 @@
 """Portfolio metrics against the worked examples of spec/portfolio-rounds.txt and DESIGN.md."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -119,3 +120,69 @@ def test_comparison_sets_follow_the_given_round_order():
     assert sets[1].rounds == ("2025-02",)
     with pytest.raises(ValueError, match="missing from round_order"):
         metrics.comparison_sets({"x": ["2026-01"]}, round_order=order)
+
+
+# -- from prices: a whole round at once ----------------------------------------------
+
+def test_round_results_from_prices_worked_example_85_1():
+    # A rises from 100 to 104.62 (+4.62%, the best), B from 50 to 51.965 (+3.93%); 100% in B.
+    out = metrics.round_results([[0.0, 100.0]], [100.0, 50.0], [104.62, 51.965], sp500_start=4000.0,
+                                sp500_end=4100.0)
+    assert out["return"][0] == pytest.approx(0.0393)
+    assert out["oracle_return"][0] == pytest.approx(0.0462)
+    assert round(out["score"][0], 1) == 85.1
+    assert out["regret"][0] == pytest.approx(0.0462 - 0.0393)
+    assert out["sp500_return"][0] == pytest.approx(100 / 4000)
+    assert out["minus_sp500"][0] == pytest.approx(0.0393 - 0.025)
+    assert out["beats_cash"][0] == 1.0
+
+
+def test_round_results_losses_score_minus_50_and_minus_25():
+    # A +4% (100 -> 104), B -2% (100 -> 98): all in B is -50; half B, half cash (-1%) is -25.
+    out = metrics.round_results([[0.0, 100.0], [0.0, 50.0]], [100.0, 100.0], [104.0, 98.0],
+                                sp500_start=100.0, sp500_end=101.0)
+    assert out["score"].tolist() == pytest.approx([-50.0, -25.0])
+    assert out["regret"].tolist() == pytest.approx([0.06, 0.05])
+    assert out["beats_cash"].tolist() == [0.0, 0.0]
+    assert out["minus_sp500"].tolist() == pytest.approx([-0.03, -0.02])
+
+
+def test_round_results_zero_oracle_cash_scores_100_and_a_loss_is_unavailable():
+    out = metrics.round_results([[0.0, 0.0], [100.0, 0.0]], [10.0, 20.0], [9.0, 19.0], sp500_start=1.0,
+                                sp500_end=0.9)
+    assert out["oracle_return"].tolist() == [0.0, 0.0]
+    assert out["score"][0] == 100.0 and np.isnan(out["score"][1])
+    assert out["return"].tolist() == pytest.approx([0.0, -0.1])
+
+
+def test_round_results_interim_withholds_score_oracle_regret_and_beats_cash():
+    out = metrics.round_results([[100.0, 0.0]], [10.0, 20.0], [11.0, 19.0], sp500_start=100.0, sp500_end=102.0,
+                                final=False)
+    assert out["return"][0] == pytest.approx(0.1) and out["minus_sp500"][0] == pytest.approx(0.08)
+    for name in ("score", "oracle_return", "regret", "beats_cash"):
+        assert np.isnan(out[name][0]), name
+
+
+def test_round_results_missing_end_price_of_a_held_option_leaves_its_return_unknown():
+    out = metrics.round_results([[100.0, 0.0], [0.0, 100.0]], [10.0, 20.0], [float("nan"), 22.0],
+                                sp500_start=1.0, sp500_end=1.0)
+    assert np.isnan(out["return"][0]) and out["return"][1] == pytest.approx(0.1)
+    assert np.isnan(out["oracle_return"]).all()  # regret needs the full asset list's prices
+
+
+def test_sp500_return_regret_and_beats_cash():
+    assert metrics.sp500_return(4000.0, 3900.0) == pytest.approx(-0.025)
+    assert metrics.regret(0.0393, 0.0462) == pytest.approx(0.0069)
+    assert metrics.beats_cash(0.001) and not metrics.beats_cash(0.0) and not metrics.beats_cash(-0.01)
+    with pytest.raises(ValueError, match="positive"):
+        metrics.price_returns([0.0], [1.0])
+
+
+def test_consistency_summary_top_holding_and_mean_overlap():
+    runs = [[60.0, 40.0, 0.0], [60.0, 40.0, 0.0], [20.0, 80.0, 0.0]]
+    out = metrics.consistency_summary(runs, ["A", "B", "CASH"])
+    assert out["runs"] == 3 and out["top_holding"] == "A"
+    assert out["same_top_share"] == pytest.approx(2 / 3)
+    # pairs: identical (1.0), and twice min(60,20)+min(40,80) = 60 -> 0.6
+    assert out["mean_overlap"] == pytest.approx((1.0 + 0.6 + 0.6) / 3)
+    assert metrics.consistency_summary([[0, 0, 100]], ["A", "B", "CASH"])["mean_overlap"] is None

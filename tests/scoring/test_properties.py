@@ -654,3 +654,14 @@ def test_scoring_against_changed_cases_fails_as_a_validation_error():
     with pytest.raises(ValidationFailed) as exc:
         KIND.score(parsed, cases=cases, truth=TRUTH, config=CFG)
     assert exc.value.errors[0].message == "no prediction for 1 case(s) added after the upload: 'c9'"
+
+
+def test_properties_kind_is_one_package_reached_by_its_old_import_path():
+    """scoring/kinds/properties/ (config, reading, kind): the registry and ``scoring.kinds.properties``
+    give the same kind, registered once."""
+    import scoring.kinds.properties as package
+    from scoring.kinds import get_kind, kind_names
+
+    assert type(get_kind("properties")) is package.PropertiesKind is PropertiesKind
+    assert kind_names().count("properties") == 1
+    assert package.PropertiesKind.__module__ == "scoring.kinds.properties.kind"

@@ -1,25 +1,12 @@
 """Token authentication against hashed API tokens (``Authorization: Token KEY``)."""
 from __future__ import annotations
 
-import hashlib
-import secrets
-
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from leaderboard.core.models import ApiToken
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def token_create(*, user, name: str = "") -> tuple[ApiToken, str]:
-    """Create a token; returns it and the key, which is shown once and never stored."""
-    key = secrets.token_hex(20)
-    token = ApiToken.objects.create(user=user, name=name[:80], prefix=key[:8], key_hash=hash_key(key))
-    return token, key
+from leaderboard.core.services.tokens import hash_key, token_create  # noqa: F401  (token_create: kept importable here)
 
 
 class TokenAuthentication(authentication.BaseAuthentication):

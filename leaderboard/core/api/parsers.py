@@ -11,7 +11,7 @@ from rest_framework.parsers import JSONParser
 
 from scoring.errors import RowError
 
-from leaderboard.core.inputs import BadInput, json_loads_checked
+from leaderboard.core.inputs import BadInput, bad_input_errors, json_loads_checked
 
 
 class InputRejected(APIException):
@@ -27,11 +27,7 @@ class InputRejected(APIException):
     @classmethod
     def from_bad_input(cls, exc, *, field: str | None = None) -> "InputRejected":
         """From ``leaderboard.core.inputs.BadInput``: a prediction's row is its 1-based position."""
-        where = exc.where or field
-        if exc.index is not None and where and where.startswith("predictions["):
-            column = where.split("].", 1)[1] if "]." in where else None
-            return cls([RowError(exc.message, row=exc.index + 1, column=column)])
-        return cls([RowError(f"{where}: {exc.message}" if where else exc.message, column=where)])
+        return cls(bad_input_errors(exc, field=field))
 
 
 class CheckedJSONParser(JSONParser):

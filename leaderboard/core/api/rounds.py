@@ -60,6 +60,7 @@ def round_detail(request, r: Round) -> dict:
                             "scored": v.scored_at is not None} for v in selectors.round_truth_versions(r)],
         "audit": selectors.round_audit(r),
         "notes": list((r.data or {}).get("notes", [])),
+        "details": selectors.round_public(r),
     }
 
 
@@ -218,3 +219,32 @@ class RoundHistory(APIView):
                      **p["metrics"]} for e in history for p in e["points"]]
             return csv_response(rows, f"{r.benchmark.slug}-round-{r.number}-history.csv")
         return Response({"round": r.number, "entrants": history})
+
+
+class ComparisonSets(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(parameters=[OpenApiParameter("track", str, description="default: the kind's first track"),
+                               *PAGING_PARAMETERS],
+                   responses={200: s.ComparisonSetsSerializer, 400: s.ErrorsSerializer},
+                   summary="Comparison sets of a track: ranked rows per set, all-available history as context")
+    def get(self, request, slug):
+        b = _round_kind_benchmark(request, slug)
+        kind = b.kind_impl
+        if not kind.has_comparison_sets:
+            raise Http404(f"{b.slug} is a {b.kind} benchmark: it has no comparison sets")
+        track = request.query_params.get("track") or kind.tracks[0]
+        if track not in kind.tracks:
+            return error_response([RowError(f"unknown track {track!r}; one of {', '.join(kind.tracks)}",
+                                            column="track")], 400)
+        paging, error = paging_or_error(request)
+        if error:
+            return error
+        view = selectors.comparison_sets_view(b, track=track, page=paging[0], page_size=paging[1])
+        next_url = None
+        if view["has_next"]:
+            query = request.query_params.copy()
+            query["page"], query["page_size"] = str(paging[0] + 1), str(paging[1])
+            next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+        return Response({"benchmark": b.slug, "track": track, "updated_at": view["updated_at"], "page": paging[0],
+                         "page_size": paging[1], "next": next_url, "sets": view["sets"], "history": view["history"]})

@@ -82,6 +82,11 @@ class SubmissionCreateSerializer(serializers.Serializer):
     entrant = serializers.CharField(required=False, help_text="Name or id of one of your entrants.")
     round = serializers.IntegerField(required=False, help_text="Round benchmarks: the open round to submit to "
                                                                "(needed only when several are open).")
+    allocations = serializers.ListField(child=serializers.DictField(), required=False, help_text=(
+        'portfolio (JSON body): [{"option", "percent"}], percents >= 0 summing to 100 within 0.01, cash included'))
+    confidence = serializers.FloatField(required=False, min_value=0, max_value=1, help_text="portfolio: 0 to 1")
+    rationale = serializers.CharField(required=False, help_text="portfolio: plain text, length capped")
+    repeat = serializers.BooleanField(required=False, help_text="portfolio: a consistency run, never counted")
 
 
 class SubmissionAcceptedSerializer(serializers.Serializer):
@@ -159,6 +164,10 @@ class RoundDetailSerializer(RoundListItemSerializer):
     truth_versions = TruthVersionSerializer(many=True)
     audit = AuditSerializer(many=True, allow_null=True, help_text="after close: the frozen submissions")
     notes = serializers.ListField(child=serializers.CharField())
+    details = serializers.DictField(allow_null=True, help_text=(
+        "what the kind shows beyond the board, or null. portfolio: options (option, start_price, index, cash); "
+        "after close portfolios (entrant, audit_hash, received_at, confidence, rationale, rationale_summary, "
+        "holdings [{option, percent}]) and consistency (entrant, runs, top_holding, same_top_share, mean_overlap)"))
 
 
 class RoundOpenSerializer(serializers.Serializer):
@@ -178,7 +187,8 @@ class FileSerializer(serializers.Serializer):
 
 
 class RoundBoardRowSerializer(serializers.Serializer):
-    rank = serializers.IntegerField()
+    rank = serializers.IntegerField(allow_null=True, help_text="null while provisional for kinds that withhold "
+                                                               "rank until the final truth (portfolio)")
     entrant = serializers.CharField()
     score = serializers.FloatField(allow_null=True)
     metrics = serializers.DictField()
@@ -210,3 +220,41 @@ class HistoryEntrantSerializer(serializers.Serializer):
 
 class HistorySerializer(serializers.Serializer):
     entrants = HistoryEntrantSerializer(many=True)
+
+
+class ComparisonSetRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    entrant = serializers.CharField()
+    score = serializers.FloatField(allow_null=True, help_text="100 x return_sum / oracle_sum; null under a zero "
+                                                              "oracle sum with a loss")
+    return_sum = serializers.FloatField(help_text="the entrant's returns over the set's rounds, added (not compounded)")
+    oracle_sum = serializers.FloatField(help_text="the oracle returns of the set's rounds, added")
+
+
+class ComparisonSetSerializer(serializers.Serializer):
+    members = serializers.ListField(child=serializers.CharField(), help_text="in joining order")
+    joined = serializers.ListField(child=serializers.CharField(), help_text="the entrants whose first round started "
+                                                                            "this set")
+    rounds = serializers.ListField(child=serializers.IntegerField(), help_text="the rounds every member completed")
+    oracle_sum = serializers.FloatField()
+    count = serializers.IntegerField(help_text="rows of this set (all pages)")
+    rows = ComparisonSetRowSerializer(many=True)
+
+
+class HistoryRowSerializer(serializers.Serializer):
+    entrant = serializers.CharField()
+    rounds = serializers.ListField(child=serializers.IntegerField())
+    score = serializers.FloatField(allow_null=True)
+    return_sum = serializers.FloatField()
+    oracle_sum = serializers.FloatField()
+
+
+class ComparisonSetsSerializer(serializers.Serializer):
+    benchmark = serializers.CharField()
+    track = serializers.CharField()
+    updated_at = serializers.DateTimeField(allow_null=True)
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    sets = ComparisonSetSerializer(many=True)
+    history = HistoryRowSerializer(many=True, help_text="all-available history: context, not the ranking")

@@ -19,6 +19,7 @@ urlpatterns = [
     path("benchmarks/<slug:slug>/rounds/<int:n>/leaderboard/", rounds.RoundLeaderboard.as_view(),
          name="api-round-leaderboard"),
     path("benchmarks/<slug:slug>/rounds/<int:n>/history/", rounds.RoundHistory.as_view(), name="api-round-history"),
+    path("benchmarks/<slug:slug>/comparison-sets/", rounds.ComparisonSets.as_view(), name="api-comparison-sets"),
     path("submissions/<int:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),
     path("submissions/<int:pk>/cases/", views.SubmissionCases.as_view(), name="api-submission-cases"),
     path("submissions/<int:pk>/select/", views.SubmissionSelect.as_view(), name="api-submission-select"),

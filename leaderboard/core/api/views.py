@@ -15,25 +15,23 @@ from scoring.errors import RowError
 from leaderboard.core import selectors
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
-from leaderboard.core.api.parsers import CheckedJSONParser, InputRejected
+from leaderboard.core.api.parsers import CheckedJSONParser
 from leaderboard.core.csvexport import csv_response
-from leaderboard.core.inputs import BadInput, json_loads_checked
 from leaderboard.core.models import Benchmark, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
+from leaderboard.core.services.predictions import predictions_source
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
     idempotency_key_check,
     submission_create,
     submission_select,
     submissions_refusal,
-    upload_read,
 )
 from leaderboard.core.services.verify import benchmark_verify
 
 
 def _benchmark(request, slug: str) -> Benchmark:
-    qs = Benchmark.objects.all() if request.user.is_staff else Benchmark.objects.filter(is_published=True)
-    return get_object_or_404(qs, slug=slug)
+    return selectors.benchmark_for(request.user, slug)
 
 
 def _round_dict(round_):
@@ -151,6 +149,8 @@ class Leaderboard(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("split", str, enum=["public", "private"],
                                      description="private only after the organiser's reveal"),
+                    OpenApiParameter("track", str, description="round benchmarks with tracks (portfolio: weekly, "
+                                                               "monthly); default: the first track"),
                     *PAGING_PARAMETERS],
         responses={200: s.LeaderboardSerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
         summary="Ranked leaderboard rows (standings across resolved rounds for round benchmarks)",
@@ -162,7 +162,7 @@ class Leaderboard(APIView):
             return error
         kind = b.kind_impl
         if kind.is_round_kind:  # standings across resolved rounds
-            track = request.query_params.get("track", "")
+            track = request.query_params.get("track", "") or (kind.tracks[0] if kind.tracks else "")
             if track and track not in kind.tracks:
                 return error_response([RowError(f"unknown track {track!r}", column="track")], 400)
             page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])
@@ -222,34 +222,15 @@ class SubmissionCreateOrList(APIView):
     )
     def post(self, request, slug):
         b = _benchmark(request, slug)
-        upload = request.FILES.get("file")
-        kwargs = {}
-        if upload is not None:
-            kwargs = {"upload": upload}
-        elif isinstance(request.data, dict) and "predictions" in request.data:
-            predictions = request.data["predictions"]
-            if isinstance(predictions, str) and not request.content_type.startswith("application/json"):
-                # a form field carrying JSON text, checked as the JSON parser checks a body
-                try:
-                    predictions = json_loads_checked(predictions, field="predictions")
-                except BadInput as exc:
-                    raise InputRejected.from_bad_input(exc) from None
-            kwargs = {"predictions": predictions}
-        else:
-            return error_response([RowError("send a file (multipart field 'file') or a JSON body with 'predictions'",
-                                             column="file")], 400)
         entrant = request.data.get("entrant") if hasattr(request.data, "get") else None
         round_number = request.data.get("round") if hasattr(request.data, "get") else None
-        if round_number not in (None, ""):
-            kwargs["round_number"] = round_number
+        kwargs = {"round_number": round_number} if round_number not in (None, "") else {}
         try:
             key = request.headers.get("Idempotency-Key")
             key = idempotency_key_check(key) if key is not None else None
-            if "upload" in kwargs:
-                upload = kwargs.pop("upload")
-                kwargs |= {"data": upload_read(benchmark=b, upload=upload), "filename": upload.name}
+            source = _predictions_source(request, b)
             accepted = submission_create(user=request.user, benchmark=b, entrant=entrant, idempotency_key=key,
-                                         **kwargs)
+                                         **source.as_kwargs(), **kwargs)
         except SubmissionRejected as exc:
             return error_response(exc.errors, exc.status,
                                   remaining_today=quota_remaining(user=request.user, benchmark=b))
@@ -265,6 +246,12 @@ class SubmissionCreateOrList(APIView):
             answer |= {"round": sub.round.number, "counted": sub.is_counted}
         return Response(answer, status=status.HTTP_202_ACCEPTED,
                         headers={"Idempotent-Replayed": "true"} if accepted.replayed else None)
+
+
+def _predictions_source(request, b: Benchmark):
+    """The request's multipart ``file`` or its ``predictions`` (a JSON body, or JSON text in a form field)."""
+    return predictions_source(benchmark=b, upload=request.FILES.get("file"), body=request.data,
+                              body_is_json=request.content_type.startswith("application/json"))
 
 
 def _own_submission(request, pk) -> Submission:
@@ -333,16 +320,8 @@ class Verify(APIView):
     )
     def post(self, request, slug):
         b = _benchmark(request, slug)
-        upload = request.FILES.get("file")
         try:
-            if upload is not None:
-                result = benchmark_verify(benchmark=b, data=upload_read(benchmark=b, upload=upload),
-                                          filename=upload.name)
-            elif isinstance(request.data, dict) and "predictions" in request.data:
-                result = benchmark_verify(benchmark=b, predictions=request.data["predictions"])
-            else:
-                return error_response([RowError("send a JSON body with 'predictions' (or a multipart 'file')",
-                                                column="predictions")], 400)
+            result = benchmark_verify(benchmark=b, **_predictions_source(request, b).as_kwargs())
         except SubmissionRejected as exc:
             return error_response(exc.errors, exc.status)
         return Response(result)

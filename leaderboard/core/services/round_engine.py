@@ -45,6 +45,7 @@ from leaderboard.core.models import (
 )
 from leaderboard.core.quota import quota_consume
 from leaderboard.core.services.casedata import round_caseset
+from leaderboard.core.services.predictions import PredictionsSource, predictions_parse
 from leaderboard.core.services.leaderboards import BoardEntry, StandingEntry, round_board_write, standings_write
 from leaderboard.core.services.rounds import round_set_status
 from leaderboard.core.services.submissions import (
@@ -55,8 +56,8 @@ from leaderboard.core.services.submissions import (
     display_name,
     payload_check,
     round_lock_for_upload,
+    rounds_open,
     submissions_set_status_bulk,
-    upload_size_check,
 )
 
 log = logging.getLogger("leaderboard.rounds")
@@ -241,7 +242,7 @@ def round_for_upload(benchmark: Benchmark, number: int | str | None) -> Round:
     that the next opens when the organiser opens it), 400 when several are open
     and none is named or the named one is not open.
     """
-    open_rounds = list(Round.objects.open().with_cases().filter(benchmark=benchmark).order_by("number", "id"))
+    open_rounds = list(rounds_open(benchmark))
     if number not in (None, ""):
         try:
             wanted = int(number)
@@ -291,16 +292,8 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
     ent = entrant if isinstance(entrant, Entrant) else _resolve_entrant(user, entrant)
     round_ = round_for_upload(benchmark, round_number)
     universe = round_universe(round_)
-    try:
-        if data is not None:
-            upload_size_check(benchmark=benchmark, size=len(data))
-            parsed = kind.parse_round_submission(data, filename=filename, universe=universe, config=benchmark.config)
-        elif predictions is not None:
-            parsed = kind.parse_round_json(predictions, universe=universe, config=benchmark.config)
-        else:
-            raise ValidationFailed([RowError("send a file (multipart field 'file')", column="file")])
-    except ValidationFailed as exc:
-        raise _rejected(exc) from None
+    parsed = predictions_parse(benchmark=benchmark, universe=universe,
+                               source=PredictionsSource(data=data, filename=filename, predictions=predictions))
     canonical = kind.round_canonical_bytes(parsed, universe)
     audit_hash = hashlib.sha256(canonical).hexdigest()
     if data is None:

@@ -36,6 +36,7 @@ from leaderboard.core.quota import QuotaExceeded, quota_consume, quota_refund, q
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
 from leaderboard.core.services.leaderboards import leaderboard_refresh_entrant
 from leaderboard.core.services.outbox import outbox_drain, submission_enqueue
+from leaderboard.core.services.predictions import PredictionsSource, predictions_parse
 
 log = logging.getLogger("leaderboard.submissions")
 
@@ -127,11 +128,16 @@ def _resolve_entrant(user, entrant: str | int | None) -> Entrant:
     return found
 
 
+def rounds_open(benchmark: Benchmark):
+    """The rounds that take uploads, oldest first: open and holding cases (a universe). The one
+    rule: a round with no cases is never open for uploads nor current, so an empty round added
+    by hand cannot turn every upload away. (A deadline already past is ``submissions_refusal``'s.)"""
+    return Round.objects.open().with_cases().filter(benchmark=benchmark).order_by("number", "id")
+
+
 def current_round(benchmark: Benchmark) -> Round | None:
-    """The open round uploads go to. A round with no cases (no universe) is never current:
-    an empty round added by hand must not turn every upload away."""
-    return (Round.objects.open().with_cases().filter(benchmark=benchmark)
-            .order_by("-number", "-id").first())
+    """The benchmark's current round: the newest of ``rounds_open``, or None."""
+    return rounds_open(benchmark).last()
 
 
 def round_takes_submissions(round_: Round, *, now: dt.datetime | None = None) -> bool:
@@ -194,20 +200,6 @@ def _check_takes_submissions(benchmark: Benchmark, round_: Round | None) -> None
         raise SubmissionRejected([RowError(refusal)], status=409)
 
 
-def upload_size_check(*, benchmark: Benchmark, size: int) -> None:
-    """Refuse (413) an upload over the benchmark's cap; call it before reading a file into memory."""
-    cap = benchmark.kind_impl.max_upload_bytes(benchmark.config)
-    if size > cap:
-        raise SubmissionRejected([RowError(f"the file is {size:,} bytes; the limit is {cap:,} bytes",
-                                           column="file")], status=413)
-
-
-def upload_read(*, benchmark: Benchmark, upload) -> bytes:
-    """An uploaded file's bytes, after checking its size against the cap."""
-    upload_size_check(benchmark=benchmark, size=upload.size)
-    return upload.read()
-
-
 def submission_create(
     *,
     user,
@@ -219,7 +211,8 @@ def submission_create(
     idempotency_key: str | None = None,
     round_number: int | str | None = None,
 ) -> Accepted:
-    """Validate an upload (file bytes or a JSON ``predictions`` list) and queue it.
+    """Validate an upload (file bytes or a JSON ``predictions`` list, as ``predictions_source``
+    reads them from a request) and queue it.
 
     Validation happens before the daily limit is touched, so rejected uploads
     never count. The limit is taken in the same transaction that stores the
@@ -249,19 +242,8 @@ def submission_create(
     round_ = current_round(benchmark)
     _check_takes_submissions(benchmark, round_)
 
-    if data is not None:
-        upload_size_check(benchmark=benchmark, size=len(data))
-    cases = round_caseset(round_)
-    try:
-        if data is not None:
-            parsed = kind.parse_submission(data, filename=filename, cases=cases, config=config)
-        elif predictions is not None:
-            parsed = kind.parse_json_predictions(predictions, cases=cases, config=config)
-        else:
-            raise ValidationFailed([RowError("send a file (multipart field 'file') or a JSON body with 'predictions'")])
-    except ValidationFailed as exc:
-        raise SubmissionRejected(exc.errors, status=413 if exc.too_large else 400) from None
-
+    parsed = predictions_parse(benchmark=benchmark, cases=round_caseset(round_),
+                               source=PredictionsSource(data=data, filename=filename, predictions=predictions))
     payload = kind.dump_submission(parsed)
     payload_check(payload)
     canonical = kind.canonical_bytes(parsed)

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from scoring.errors import RowError, ValidationFailed
-from scoring.kinds.base import VerifyUnavailable
+from scoring.errors import RowError
 
 from leaderboard.core.models import Benchmark, Case
 from leaderboard.core.selectors import case_truth_visible, leaderboard_round
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
-from leaderboard.core.services.submissions import SubmissionRejected, upload_size_check
+from leaderboard.core.services.predictions import PredictionsSource, predictions_parse
+from leaderboard.core.services.submissions import SubmissionRejected
 
 # The dry run scores the dev split only, for everyone: cases whose truth participants
 # may see and which never rank. Its answer can tell nothing about a ranked case.
@@ -39,19 +39,9 @@ def benchmark_verify(*, benchmark: Benchmark, predictions: Any = None, data: byt
         raise SubmissionRejected([RowError(
             "this benchmark has no dev cases, so a dry run has nothing to score: verify scores only the dev "
             "split (cases whose truth participants may see), never a ranked case")], status=409)
-    if data is not None:
-        upload_size_check(benchmark=benchmark, size=len(data))
-    try:
-        if data is not None:
-            parsed = kind.parse_submission(data, filename=filename, cases=cases, config=benchmark.config)
-        else:
-            parsed = kind.parse_json_predictions(predictions, cases=cases, config=benchmark.config)
-    except ValidationFailed as exc:
-        raise SubmissionRejected(exc.errors, status=413 if exc.too_large else 400) from None
+    parsed = predictions_parse(benchmark=benchmark, cases=cases,
+                               source=PredictionsSource(data=data, filename=filename, predictions=predictions))
     version = latest_truth_version(round_)
     if version is None:
         raise SubmissionRejected([RowError("no truth has been released for this benchmark yet")], status=409)
-    try:
-        return kind.verify(parsed, cases=cases, truth=truth_for(version, splits=splits), config=benchmark.config)
-    except VerifyUnavailable as exc:
-        raise SubmissionRejected([RowError(str(exc))], status=403) from None
+    return kind.verify(parsed, cases=cases, truth=truth_for(version, splits=splits), config=benchmark.config)

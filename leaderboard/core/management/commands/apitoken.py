@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboard.core.api.auth import token_create
+from leaderboard.core.services.tokens import token_create
 from leaderboard.core.services.submissions import entrant_default
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -13,7 +14,9 @@ from leaderboard.core.services.submissions import entrant_default, submission_cr
 
 DEMO_MODULES = ("properties", "impact")
 # Round kinds: a demo module with DemoRound and baselines; rounds are opened, submitted to and scored here.
-ROUND_DEMO_MODULES = ("signals",)
+ROUND_DEMO_MODULES = ("signals", "ranking")
+# Round kinds whose demo module gives a schedule of rounds by track (portfolio); see _schedule_demo.
+SCHEDULE_DEMO_MODULES = ("portfolio",)
 DEMO_PASSWORD = "demo-password"
 DEMO_USERS = [
     # (username, staff)
@@ -66,6 +69,12 @@ class Command(BaseCommand):
             except ModuleNotFoundError:
                 continue
             self._round_demo(module, root / name)
+        for name in SCHEDULE_DEMO_MODULES:
+            try:
+                module = importlib.import_module(f"leaderboard.demo.{name}")
+            except ModuleNotFoundError:
+                continue
+            self._schedule_demo(module, root / name)
 
     def _round_demo(self, module, directory) -> None:
         """Resolved rounds (standings), one resolving through daily snapshots, one open round.
@@ -95,7 +104,8 @@ class Command(BaseCommand):
         for label in module.BASELINES:
             owner, _ = User.objects.get_or_create(username=label)
             Entrant.objects.get_or_create(name=label, defaults={"owner": owner, "description": f"Baseline: {label}"})
-        entrant_flag(name=module.BENCHMARK_MODEL, benchmark_model=True)
+        if getattr(module, "BENCHMARK_MODEL", None):
+            entrant_flag(name=module.BENCHMARK_MODEL, benchmark_model=True)
         alice = User.objects.get(username="alice")
         today = timezone.now().date()
         for number in range(1, module.ROUNDS + 1):
@@ -114,23 +124,81 @@ class Command(BaseCommand):
             if last:
                 self.stdout.write(f"  {benchmark.slug}: round {number} open until {closes_at:%Y-%m-%d %H:%M} UTC")
                 break
-            stakes_load(round_=round_, data=demo.stakes_csv())
+            if hasattr(demo, "stakes_csv"):
+                stakes_load(round_=round_, data=demo.stakes_csv())
             round_close(round_=round_)
             opened = timezone.now() - dt.timedelta(weeks=weeks_ago + 1)
             Round.objects.filter(pk=round_.pk).update(opens_at=opened, closes_at=opened + dt.timedelta(days=6))
             start = today - dt.timedelta(weeks=weeks_ago) - dt.timedelta(days=module.INTERIM_DAYS)
             resolving = number == module.ROUNDS - 1
+            window = getattr(module, "WINDOW_DAYS", 20)  # days until the final truth
             for day in range(module.INTERIM_DAYS):
-                progress = (day + 1) / 20
+                progress = (day + 1) / window
                 round_truth_load(round_=round_, data=demo.truth_csv(progress), filename=f"targets-day-{day + 1}.csv",
                                  final=False, as_of=start + dt.timedelta(days=day))
             if not resolving:
                 round_truth_load(round_=round_, data=demo.truth_csv(1.0), filename="targets-final.csv", final=True,
-                                 as_of=min(start + dt.timedelta(days=20), today))
+                                 as_of=min(start + dt.timedelta(days=window), today))
             for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
                 round_version_score(round_id=round_.pk, version=tv.version)
             self.stdout.write(f"  {benchmark.slug}: round {number} "
                               + ("resolving (daily snapshots)" if resolving else "resolved"))
+
+    def _schedule_demo(self, module, directory) -> None:
+        """Rounds from ``module.schedule()``, each with its track: resolved ones scored through their
+        interim snapshots to the final prices, a pending one (closed, interim snapshots only) and an
+        open one. Each model has its own owner (the daily limit is per user); alice takes part in the
+        pending and the open round. Every version is scored here, so the pages are full at start."""
+        import datetime as dt
+
+        from django.utils import timezone
+
+        from leaderboard.core.models import Round, TruthVersion
+        from leaderboard.core.services.round_engine import (
+            round_close,
+            round_open,
+            round_truth_load,
+            round_version_score,
+        )
+
+        User = get_user_model()
+        module.write_bundle(directory)
+        benchmark = benchmark_load_bundle(directory).benchmark
+        if Round.objects.filter(benchmark=benchmark).exists():
+            return
+        for label in module.MODELS:
+            owner, _ = User.objects.get_or_create(username=label)
+            Entrant.objects.get_or_create(name=label, defaults={"owner": owner, "description": f"Demo model: {label}"})
+        alice = User.objects.get(username="alice")
+        now = timezone.now()
+        for demo in module.schedule():
+            open_ = demo.state == "open"
+            round_ = round_open(benchmark=benchmark, data=demo.universe_csv(), filename=f"options-round-{demo.number}.csv",
+                                track=demo.track, closes_at=now + dt.timedelta(days=5) if open_ else None)
+            for upload in demo.uploads():
+                submission_create(user=User.objects.get(username=upload.model), benchmark=benchmark,
+                                  data=upload.data(), filename="portfolio.json", entrant=upload.model)
+            if demo.state in ("pending", "open"):
+                submission_create(user=alice, benchmark=benchmark, filename="portfolio.json", entrant=None,
+                                  data=json.dumps(module.alice_portfolio()).encode())
+            if open_:
+                self.stdout.write(f"  {benchmark.slug}: round {demo.number} ({demo.track}) open until "
+                                  f"{round_.closes_at:%Y-%m-%d %H:%M} UTC")
+                continue
+            round_close(round_=round_)
+            opened = now - dt.timedelta(days=demo.opened_days_ago)
+            closed = opened + dt.timedelta(days=2)
+            Round.objects.filter(pk=round_.pk).update(opens_at=opened, closes_at=closed)
+            for day in demo.interim_days():
+                round_truth_load(round_=round_, data=demo.prices_csv(day), filename=f"prices-day-{day + 1}.csv",
+                                 final=False, as_of=min(closed.date() + dt.timedelta(days=day + 1), now.date()))
+            if demo.state == "resolved":
+                round_truth_load(round_=round_, data=demo.prices_csv(demo.final_day()), filename="prices-final.csv",
+                                 final=True, as_of=min(closed.date() + dt.timedelta(days=demo.final_day() + 1),
+                                                       now.date()))
+            for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
+                round_version_score(round_id=round_.pk, version=tv.version)
+            self.stdout.write(f"  {benchmark.slug}: round {demo.number} ({demo.track}) {demo.state}")
 
     @staticmethod
     def _submit(user, benchmark, data: bytes, entrant) -> None:

@@ -1,31 +1,11 @@
-"""Kind ``properties``: predict measured properties of antibodies (developability).
-
-A benchmark is a fixed set of sequences, each with a published cross-validation
-fold, optional public input columns (config ``inputs``, e.g. the heavy and light
-chain sequences) and a split: ``dev`` sequences come with their measured values
-(the training set participants download; never ranked), ``public`` ones rank the
-public leaderboard and ``private`` ones rank after the reveal (which of the two
-a test sequence is stays hidden). A submission is a CSV with exactly the columns
-``sequence_id``, one per configured property and ``fold``: one row per test
-sequence, and optionally rows for dev sequences (scored on the dev split, never
-ranked). Per split, each property gets a Spearman correlation and, when marked
-for it, a top-fraction recall; the ranking metric is
-``score = w_spearman * mean Spearman + w_recall * mean recall``.
-
-Upload validation is written for hostile input (see ``parse_submission``): the
-cheap whole-file checks come first, the header is judged before any row, no
-line longer than a valid row could be is ever split into fields, and checking
-stops once the error list is full, so the work is bounded by the number of
-cases and the error cap, not by what the file holds.
-"""
+"""The ``properties`` kind: bundles, submissions (validated with ``reading``), scoring."""
 from __future__ import annotations
 
 import csv
 import io
 import math
 import zlib
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -33,391 +13,35 @@ from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
+from scoring.kinds.properties.config import (
+    CASES_FILE,
+    DEV,
+    FOLD,
+    ID,
+    MAX_CELL_CHARS,
+    MAX_ID_CHARS,
+    MAX_INPUT_CHARS,
+    MAX_LISTED_EXTRA_COLUMNS,
+    RANKED,
+    SPLIT,
+    SPLITS,
+    _validate_config,
+)
+from scoring.kinds.properties.reading import (
+    _ABSENT,
+    PropertiesSubmission,
+    _case_fold,
+    _csv_fold,
+    _csv_number,
+    _decode,
+    _json_fold,
+    _json_number,
+    _Lines,
+    _raise,
+    _RowChecker,
+    _show,
+)
 from scoring.metrics_properties import spearman, top_fraction_recall
-
-ID = "sequence_id"
-FOLD = "fold"
-SPLIT = "split"
-DEV = "dev"
-SPLITS = (DEV, "public", "private")  # as a bundle names them
-RANKED = ("public", "private")
-RESERVED = (ID, FOLD, SPLIT)
-MAX_INPUTS = 20
-MAX_INPUT_CHARS = 10_000  # one input cell of a bundle (a chain sequence is ~120 residues)
-
-DEFAULT_WEIGHTS = {"spearman": 0.6, "recall": 0.4}
-DEFAULT_RECALL_FRACTION = 0.1
-DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
-
-MAX_CELL_CHARS = 256  # no id or number needs more; bounds every message and row
-MAX_ID_CHARS = 200  # sequence ids in a bundle
-MAX_LISTED_MISSING = 20  # missing ids listed one by one before a summary line
-MAX_LISTED_EXTRA_COLUMNS = 10  # unexpected header columns listed one by one
-
-CASES_FILE = "cases.csv"
-
-
-# ---------------------------------------------------------------------------
-# configuration
-# ---------------------------------------------------------------------------
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _config_error(errors: list[RowError], key: str, message: str) -> None:
-    errors.append(RowError(f"config key {key!r}: {message}", column=key))
-
-
-def _validate_config(config: Any) -> dict[str, Any]:
-    errors: list[RowError] = []
-    if not isinstance(config, Mapping):
-        raise ValidationFailed([RowError(f"config must be a JSON object, got {type(config).__name__}")])
-    allowed = {"properties", "inputs", "weights", "recall_fraction", "max_upload_bytes"}
-    for key in config:
-        if key not in allowed:
-            _config_error(errors, str(key), f"unknown key; allowed keys: {', '.join(sorted(allowed))}")
-
-    props: list[dict[str, Any]] = []
-    raw_props = config.get("properties")
-    if not isinstance(raw_props, list) or not raw_props:
-        _config_error(
-            errors,
-            "properties",
-            'must be a non-empty list like [{"name": "Tm2", "higher_is_better": true, "recall": true}]',
-        )
-        raw_props = []
-    seen: set[str] = set()
-    for i, p in enumerate(raw_props):
-        where = f"properties[{i}]"
-        if not isinstance(p, Mapping):
-            _config_error(errors, where, "must be an object with name, higher_is_better and optional recall")
-            continue
-        for key in p:
-            if key not in ("name", "higher_is_better", "recall"):
-                _config_error(errors, f"{where}.{key}", "unknown key; allowed: name, higher_is_better, recall")
-        name = p.get("name")
-        if not isinstance(name, str) or not name or name != name.strip():
-            _config_error(errors, f"{where}.name", "must be a non-empty string without surrounding spaces")
-            name = None
-        elif name in RESERVED:
-            _config_error(errors, f"{where}.name", f"{name!r} is reserved for a column of the files")
-            name = None
-        elif len(name) > 100 or any(ch in name for ch in ',"\r\n') or not name.isprintable():
-            _config_error(errors, f"{where}.name", "must be at most 100 printable characters without commas or quotes")
-            name = None
-        elif name in seen:
-            _config_error(errors, f"{where}.name", f"{name!r} is configured twice")
-            name = None
-        hib = p.get("higher_is_better")
-        if not isinstance(hib, bool):
-            _config_error(errors, f"{where}.higher_is_better", "is required and must be true or false")
-        recall = p.get("recall", hib)
-        if not isinstance(recall, bool):
-            _config_error(errors, f"{where}.recall", "must be true or false (default: higher_is_better)")
-        if name is not None:
-            seen.add(name)
-            if isinstance(hib, bool) and isinstance(recall, bool):
-                props.append({"name": name, "higher_is_better": hib, "recall": recall})
-
-    inputs: list[str] = []
-    raw_inputs = config.get("inputs", [])
-    if not isinstance(raw_inputs, list) or len(raw_inputs) > MAX_INPUTS:
-        _config_error(errors, "inputs", f'must be a list of at most {MAX_INPUTS} column names of cases.csv that '
-                                        'participants download with the cases, like ["heavy_sequence", "light_sequence"]')
-        raw_inputs = []
-    for i, name in enumerate(raw_inputs):
-        where = f"inputs[{i}]"
-        if not isinstance(name, str) or not name or name != name.strip():
-            _config_error(errors, where, "must be a non-empty column name without surrounding spaces")
-        elif len(name) > 100 or any(ch in name for ch in ',"\r\n') or not name.isprintable():
-            _config_error(errors, where, "must be at most 100 printable characters without commas or quotes")
-        elif name in RESERVED or name in seen:
-            _config_error(errors, where, f"{name!r} is already a column of cases.csv (an id, fold, split or property)")
-        elif name in inputs:
-            _config_error(errors, where, f"{name!r} is listed twice")
-        else:
-            inputs.append(name)
-
-    weights = config.get("weights", DEFAULT_WEIGHTS)
-    out_weights = dict(DEFAULT_WEIGHTS)
-    if not isinstance(weights, Mapping):
-        _config_error(errors, "weights", 'must be an object like {"spearman": 0.6, "recall": 0.4}')
-    else:
-        for key, value in weights.items():
-            if key not in DEFAULT_WEIGHTS:
-                _config_error(errors, f"weights.{key}", "unknown key; allowed: spearman, recall")
-            elif not _is_number(value) or value < 0:
-                _config_error(errors, f"weights.{key}", f"must be a number >= 0, got {value!r}")
-            else:
-                out_weights[key] = float(value)
-        if sum(out_weights.values()) <= 0:
-            _config_error(errors, "weights", "at least one weight must be positive")
-
-    fraction = config.get("recall_fraction", DEFAULT_RECALL_FRACTION)
-    if not _is_number(fraction) or not 0 < fraction <= 1:
-        _config_error(errors, "recall_fraction", f"must be a number in (0, 1] (0.1 = top 10%), got {fraction!r}")
-
-    cap = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
-    if not isinstance(cap, int) or isinstance(cap, bool) or not 1024 <= cap <= 100 * 1024 * 1024:
-        _config_error(errors, "max_upload_bytes", f"must be an integer between 1024 and 104857600, got {cap!r}")
-
-    if props and not any(p["recall"] for p in props) and out_weights["recall"] > 0:
-        _config_error(
-            errors,
-            "weights.recall",
-            "is positive but no property has recall: true; mark one or set the recall weight to 0",
-        )
-    if errors:
-        raise ValidationFailed(errors)
-    return {
-        "properties": props,
-        "inputs": inputs,
-        "weights": out_weights,
-        "recall_fraction": float(fraction),
-        "max_upload_bytes": cap,
-    }
-
-
-# ---------------------------------------------------------------------------
-# the parsed submission
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class PropertiesSubmission:
-    """A validated submission: one row per sequence id, ids sorted."""
-
-    properties: tuple[str, ...]
-    ids: tuple[str, ...]
-    values: np.ndarray  # (len(ids), len(properties)) float64, all finite
-    folds: np.ndarray  # (len(ids),) int64
-
-    def aligned(self, ids: list[str], *, optional: frozenset[str] = frozenset()) -> np.ndarray:
-        """The values for ``ids`` in that order; NaN rows for the ``optional`` ids it lacks.
-
-        Raises ValidationFailed (a ValueError) naming the other ids it lacks:
-        the cases changed after the submission was validated.
-        """
-        index = {sid: i for i, sid in enumerate(self.ids)}
-        missing = [sid for sid in ids if sid not in index and sid not in optional]
-        if missing:
-            shown = ", ".join(repr(sid) for sid in missing[:5]) + (", ..." if len(missing) > 5 else "")
-            raise ValidationFailed(
-                [RowError(f"no prediction for {len(missing)} case(s) added after the upload: {shown}", column=ID)]
-            )
-        out = np.full((len(ids), len(self.properties)), np.nan)
-        for k, sid in enumerate(ids):
-            i = index.get(sid)
-            if i is not None:
-                out[k] = self.values[i]
-        return out
-
-
-# ---------------------------------------------------------------------------
-# reading text safely
-# ---------------------------------------------------------------------------
-
-
-def _show(s: str, limit: int = 40) -> str:
-    """A value as quoted in a message, cut short."""
-    return repr(s if len(s) <= limit else s[:limit] + "…")
-
-
-# Reading uploads is the same for every kind (scoring/csvfile.py): encodings, BOM,
-# NUL bytes, Excel and zip detection, overlong lines.
-_decode = csvfile.decode
-_Lines = csvfile.Lines
-
-
-def _csv_number(raw: str) -> tuple[float | None, str | None]:
-    s = raw.strip()
-    if not s:
-        return None, "empty cell; every prediction must be a number"
-    if len(s) > MAX_CELL_CHARS:
-        return None, f"cell is {len(s):,} characters long; expected a number"
-    try:
-        v = float(s)
-    except ValueError:
-        return None, f"{_show(s)} is not a number"
-    if math.isnan(v):
-        return None, "NaN is not allowed; every prediction must be a number"
-    if math.isinf(v):
-        return None, f"{_show(s)} is infinite; every prediction must be a finite number"
-    return v, None
-
-
-def _csv_fold(raw: str) -> tuple[int | None, str | None]:
-    s = raw.strip()
-    if not s:
-        return None, "empty fold; copy the fold published for this sequence"
-    if len(s) > MAX_CELL_CHARS:
-        return None, f"cell is {len(s):,} characters long; expected the fold, an integer"
-    try:
-        return int(s), None
-    except ValueError:
-        pass
-    try:
-        v = float(s)
-    except ValueError:
-        return None, f"fold must be an integer, got {_show(s)}"
-    if math.isfinite(v) and v.is_integer():
-        return int(v), None  # "3.0", as a float column writes it
-    return None, f"fold must be an integer, got {_show(s)}"
-
-
-def _json_number(raw: Any) -> tuple[float | None, str | None]:
-    if raw is None:
-        return None, "null is not allowed; every prediction must be a number"
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        shown = _show(raw) if isinstance(raw, str) else type(raw).__name__
-        return None, f"must be a JSON number, got {shown}"
-    v = float(raw)
-    if math.isnan(v):
-        return None, "NaN is not allowed; every prediction must be a number"
-    if math.isinf(v):
-        return None, "infinite values are not allowed; every prediction must be a finite number"
-    return v, None
-
-
-def _json_fold(raw: Any) -> tuple[int | None, str | None]:
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw, None
-    if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
-        return int(raw), None
-    shown = _show(raw) if isinstance(raw, str) else ("null" if raw is None else repr(raw)[:40])
-    return None, f"fold must be an integer, got {shown}"
-
-
-# ---------------------------------------------------------------------------
-# checking rows (shared by CSV and JSON)
-# ---------------------------------------------------------------------------
-
-_ABSENT = object()
-
-
-class _RowChecker:
-    """Checks prediction rows one at a time and fills the arrays of the valid ones."""
-
-    def __init__(self, cases: CaseSet, props: list[str], errs: ErrorList):
-        self.props = props
-        self.errs = errs
-        self.ids = sorted(cases.ids())
-        self.index = {sid: i for i, sid in enumerate(self.ids)}
-        self.lower = {}
-        for sid in self.ids:
-            self.lower.setdefault(sid.strip().lower(), sid)
-        by_id = cases.by_id()
-        self.published = [_case_fold(by_id[sid]) for sid in self.ids]
-        # Dev sequences (labels published) may be predicted or left out; every other one is required.
-        self.required = [by_id[sid].split != DEV for sid in self.ids]
-        n = len(self.ids)
-        self.values = np.full((n, len(props)), np.nan)
-        self.folds = np.zeros(n, dtype=np.int64)
-        self.first_row = [0] * n  # row where each id was first seen, 0 = not yet
-        self.rows = 0
-
-    def full(self) -> bool:
-        return len(self.errs.items) >= self.errs.cap
-
-    def check(
-        self,
-        row: int,
-        sid: Any,
-        cells: Mapping[str, Any],
-        fold: Any,
-        number: Callable[[Any], tuple[float | None, str | None]],
-        fold_of: Callable[[Any], tuple[int | None, str | None]],
-    ) -> None:
-        """One row: ``sid``/``fold``/cell values are raw (``_ABSENT`` when the column is missing)."""
-        self.rows += 1
-        errs = self.errs
-        idx = None
-        if sid is not _ABSENT:
-            if isinstance(sid, str):
-                sid = sid.strip()
-            if sid is None or sid == "":
-                errs.add("empty sequence_id", row, ID)
-            elif not isinstance(sid, str):
-                errs.add(f'sequence_id must be a string like "{self.ids[0]}", got {type(sid).__name__}', row, ID)
-            elif len(sid) > MAX_CELL_CHARS:
-                errs.add(f"sequence_id is {len(sid):,} characters long; no sequence has such an id", row, ID)
-            else:
-                idx = self.index.get(sid)
-                if idx is None:
-                    hint = self.lower.get(sid.lower())
-                    more = f" (did you mean {hint!r}?)" if hint else ""
-                    errs.add(f"unknown sequence_id {_show(sid)}{more}", row, ID)
-                elif self.first_row[idx]:
-                    errs.add(f"duplicate sequence_id {sid!r} (first seen in row {self.first_row[idx]})", row, ID)
-                    idx = None
-                else:
-                    self.first_row[idx] = row
-        for j, prop in enumerate(self.props):
-            raw = cells.get(prop, _ABSENT)
-            if raw is _ABSENT:
-                continue
-            value, message = number(raw)
-            if message:
-                errs.add(message, row, prop)
-            elif idx is not None:
-                self.values[idx, j] = value
-        if fold is not _ABSENT:
-            f, message = fold_of(fold)
-            if message:
-                errs.add(message, row, FOLD)
-            elif idx is not None:
-                if f != self.published[idx]:
-                    errs.add(
-                        f"fold {f} differs from the published fold {self.published[idx]} of {self.ids[idx]!r}",
-                        row,
-                        FOLD,
-                    )
-                self.folds[idx] = f
-
-    def mark_seen(self, row: int, sid: Any) -> None:
-        """Note the id of a row too broken to check, so it is not also reported missing."""
-        idx = self.index.get(sid.strip()) if isinstance(sid, str) else None
-        if idx is not None and not self.first_row[idx]:
-            self.first_row[idx] = row
-
-    def expected_rows(self) -> str:
-        """'one row per sequence (5 rows)', or with dev sequences, which rows are required."""
-        test = sum(self.required)
-        dev = len(self.ids) - test
-        if not dev:
-            return f"one row per sequence ({test} rows)"
-        return f"one row per test sequence ({test} rows), plus optional rows for the {dev} dev sequences"
-
-    def check_missing(self) -> None:
-        if self.rows == 0:
-            self.errs.add(f"no predictions: expected {self.expected_rows()}")
-            return
-        missing = [sid for sid, r, req in zip(self.ids, self.first_row, self.required) if req and not r]
-        for sid in missing[:MAX_LISTED_MISSING]:
-            self.errs.add(f"no row for sequence_id {sid!r}", None, ID)
-        if len(missing) > MAX_LISTED_MISSING:
-            self.errs.add(
-                f"... and {len(missing) - MAX_LISTED_MISSING} more sequence_ids have no row "
-                f"({len(missing)} of {sum(self.required)} missing)",
-                None,
-                ID,
-            )
-
-    def result(self) -> PropertiesSubmission:
-        """The rows sent (every test sequence, the dev sequences predicted), ids sorted."""
-        keep = [i for i, r in enumerate(self.first_row) if r]
-        return PropertiesSubmission(tuple(self.props), tuple(self.ids[i] for i in keep), self.values[keep],
-                                    self.folds[keep])
-
-
-def _case_fold(case: Case) -> int:
-    return int(case.public["fold"])
-
-
-def _raise(errs: ErrorList, extra: list[RowError] | None = None) -> None:
-    raise ValidationFailed(errs.finish() + (extra or []))
 
 
 # ---------------------------------------------------------------------------
@@ -628,11 +252,8 @@ class PropertiesKind(Kind):
         cfg = self.validate_config(config)
         props = [p["name"] for p in cfg["properties"]]
         expected = [ID, *props, FOLD]
-        cap = cfg["max_upload_bytes"]
+        csvfile.check_size(data, cfg["max_upload_bytes"])
         errs = ErrorList()
-        if len(data) > cap:
-            errs.add(f"the file is {len(data):,} bytes; the limit is {cap:,} bytes ({cap / 1048576:g} MB)")
-            raise ValidationFailed(errs.finish(), too_large=True)
         if not data or data.isspace():  # isspace() copies nothing, strip() would
             errs.add("the file is empty; expected a header row and one row per sequence")
             _raise(errs)

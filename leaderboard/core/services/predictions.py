@@ -1,0 +1,89 @@
+"""The one place an upload becomes predictions, for the pages and the API alike.
+
+An upload is a file (the page's form, the API's multipart ``file``) or a JSON
+body ``{"predictions": [...]}`` (or that list as JSON text in a form field); a kind
+whose submission is a JSON object (portfolio) may take the body itself.
+``predictions_source`` reads either, refusing an oversized file before it is
+read and JSON the database could not hold; ``predictions_parse`` hands it to the
+kind, against a static round's cases or a round's universe. Uploads
+(``submission_create``, ``round_submission_create``) and the dry run
+(``benchmark_verify``) all go through both.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scoring.csvfile import too_large_message
+from scoring.errors import RowError, ValidationFailed
+
+from leaderboard.core.inputs import BadInput, bad_input_errors, json_loads_checked
+from leaderboard.core.models import Benchmark
+
+NOTHING_SENT = "send a file (multipart field 'file') or a JSON body with 'predictions'"
+
+
+@dataclass(frozen=True)
+class PredictionsSource:
+    """What was sent: a file's bytes and name, or the decoded JSON ``predictions``."""
+
+    data: bytes | None = None
+    filename: str = ""
+    predictions: Any = None
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``submission_create`` and ``benchmark_verify``."""
+        return {"data": self.data, "filename": self.filename, "predictions": self.predictions}
+
+
+def upload_size_check(*, benchmark: Benchmark, size: int) -> None:
+    """Refuse (413) an upload over the benchmark's cap; call it before reading a file into memory."""
+    cap = benchmark.kind_impl.max_upload_bytes(benchmark.config)
+    if size > cap:
+        raise ValidationFailed([RowError(too_large_message(size, cap), column="file")], status=413)
+
+
+def predictions_source(*, benchmark: Benchmark, upload=None, body: Any = None,
+                       body_is_json: bool = False) -> PredictionsSource:
+    """The upload as sent: ``upload`` (a Django uploaded file) if given, else ``body["predictions"]``.
+
+    A ``predictions`` form field (``body_is_json`` False) carries JSON text,
+    decoded with the checks the API's JSON parser applies to a body. Raises
+    ValidationFailed: 413 over the size cap, 400 naming the field for bad JSON
+    or when nothing was sent.
+    """
+    if upload is not None:
+        upload_size_check(benchmark=benchmark, size=upload.size)
+        return PredictionsSource(data=upload.read(), filename=upload.name or "")
+    if isinstance(body, Mapping) and "predictions" in body:
+        predictions = body["predictions"]
+        if isinstance(predictions, str) and not body_is_json:
+            try:
+                predictions = json_loads_checked(predictions, field="predictions")
+            except BadInput as exc:
+                raise ValidationFailed(bad_input_errors(exc)) from None
+        return PredictionsSource(predictions=predictions)
+    keys = benchmark.kind_impl.json_submission_keys
+    if body_is_json and isinstance(body, Mapping) and keys and set(body) & set(keys):
+        # A kind whose submission is a JSON object (portfolio) takes the body itself.
+        return PredictionsSource(predictions={k: v for k, v in body.items() if k not in ("entrant", "round")})
+    raise ValidationFailed([RowError(NOTHING_SENT, column="file")])
+
+
+def predictions_parse(*, benchmark: Benchmark, source: PredictionsSource, cases=None, universe=None) -> Any:
+    """The kind's parsed submission: validated against ``cases`` (a static round's CaseSet) or a
+    round's ``universe``. Raises ValidationFailed with every problem (400; 413 over the cap)."""
+    kind = benchmark.kind_impl
+    config = benchmark.config
+    if source.data is not None:
+        upload_size_check(benchmark=benchmark, size=len(source.data))
+        if universe is not None:
+            return kind.parse_round_submission(source.data, filename=source.filename, universe=universe,
+                                               config=config)
+        return kind.parse_submission(source.data, filename=source.filename, cases=cases, config=config)
+    if source.predictions is not None:
+        if universe is not None:
+            return kind.parse_round_json(source.predictions, universe=universe, config=config)
+        return kind.parse_json_predictions(source.predictions, cases=cases, config=config)
+    raise ValidationFailed([RowError(NOTHING_SENT, column="file")])

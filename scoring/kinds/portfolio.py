@@ -1,0 +1,591 @@
+"""Kind ``portfolio``: CapitalBench-style rounds (spec/portfolio-rounds.txt, DESIGN.md).
+
+A round opens with its option universe, ``option,start_price``, one row named
+``SP500`` for the index (published, never allocatable), and a track (weekly or
+monthly). ``CASH`` is always allocatable and returns 0 %: it is added to every
+universe (start price 1, end price 1) and may not be listed.
+
+A submission is one portfolio: JSON ``{"allocations": [{"option", "percent"}],
+"confidence": 0..1, "rationale": "text", "repeat": false}`` (or CSV
+``option,percent``), percents >= 0 summing to 100 within 0.01 over the
+allocatable options and cash. ``"repeat": true`` marks a consistency run: it is
+kept beside the counted portfolio and never replaces it.
+
+Truth is ``option,end_price`` with the ``SP500`` row; interim snapshots have the
+same shape. Every truth version scores the whole round in one call of
+``scoring.metrics_portfolio.round_results``: interim snapshots give provisional
+``return``, ``sp500_return`` and ``minus_sp500``; the final prices add
+``oracle_return``, ``regret``, ``beats_cash`` and ``score`` (CapitalBench).
+
+Standings per track: comparison sets (a document beside the rows) and the
+all-available history (the rows: context, not the ranking).
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from scoring import csvfile
+from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.kinds import register
+from scoring.kinds.base import (
+    Case,
+    CaseSet,
+    Column,
+    MetricSpec,
+    RoundInputs,
+    RoundKind,
+    RoundOutcome,
+    RoundResult,
+    RoundSubmission,
+    RoundTruth,
+    Standing,
+    Standings,
+    Universe,
+)
+from scoring.metrics_portfolio import (
+    CASH,
+    WEIGHT_SUM_TOLERANCE,
+    comparison_set_score,
+    comparison_sets,
+    consistency_summary,
+    price_returns,
+    round_results,
+)
+
+OPTION, START, END, PERCENT = "option", "start_price", "end_price", "percent"
+INDEX = "SP500"
+MAX_OPTION_CHARS = 40
+MAX_OPTIONS = 2000
+DEFAULT_MAX_UPLOAD_BYTES = 256 * 1024
+DEFAULT_MAX_RATIONALE_CHARS = 4000
+SUMMARY_CHARS = 240
+UNIVERSE_BYTES = 1024 * 1024
+SUBMISSION_KEYS = ("allocations", "confidence", "rationale", "repeat")
+
+METRICS = (
+    MetricSpec("score", "Score", True, "{:.1f}",
+               "CapitalBench score: 100 x return / oracle return (final prices only; n/a under a zero oracle "
+               "with a loss)"),
+    MetricSpec("return", "Return", True, "{:+.2%}", "portfolio return: sum of weight x option return"),
+    MetricSpec("sp500_return", "S&P 500", True, "{:+.2%}", "the S&P 500 return over the same window"),
+    MetricSpec("minus_sp500", "Minus S&P 500", True, "{:+.2%}", "portfolio return minus the S&P 500 return"),
+    MetricSpec("oracle_return", "Oracle", True, "{:+.2%}",
+               "maximum possible return: the best option of the saved universe, cash (0%) included"),
+    MetricSpec("regret", "Regret", False, "{:.2%}", "oracle return minus portfolio return"),
+    MetricSpec("beats_cash", "Beats cash", True, "{}", "whether the return beats cash (0%)"),
+)
+# What an interim snapshot gives; everything else waits for the final prices.
+PROVISIONAL = ("return", "sp500_return", "minus_sp500")
+
+STANDINGS_METRICS = (
+    MetricSpec("score", "Score, all rounds", True, "{:.1f}",
+               "100 x summed returns / summed oracle returns over every round this entrant completed (context, "
+               "not the ranking)"),
+    MetricSpec("return_sum", "Summed return", True, "{:+.2%}", "the entrant's returns added up (never compounded)"),
+    MetricSpec("oracle_sum", "Summed oracle", True, "{:+.2%}", "the oracle returns of the same rounds added up"),
+    MetricSpec("minus_sp500_sum", "Summed minus S&P 500", True, "{:+.2%}", "return minus S&P 500, added up"),
+    MetricSpec("beats_cash_rounds", "Rounds beating cash", True, "{:.0f}", "rounds whose return beat cash"),
+)
+
+
+def _config_error(key: str, message: str) -> RowError:
+    return RowError(f"config key {key!r}: {message}", column=key, file="benchmark.json")
+
+
+def _num(v: Any) -> float | None:
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _plain_text_problem(text: str) -> str | None:
+    bad = next((ch for ch in text if not ch.isprintable() and ch not in "\n\t"), None)
+    if bad is not None:
+        return f"control character U+{ord(bad):04X} is not allowed: the rationale is plain text"
+    return None
+
+
+@register
+class PortfolioKind(RoundKind):
+    name = "portfolio"
+    label = "Portfolio rounds (CapitalBench score)"
+    metrics = METRICS
+    ranking_metric = "score"
+    submission_formats = ("json", "csv")
+    tracks = ("weekly", "monthly")
+    round_template = "core/kinds/portfolio_round.html"
+    ranks_provisional = False
+    has_comparison_sets = True
+    json_submission_keys = SUBMISSION_KEYS
+
+    # -- configuration ------------------------------------------------------
+    def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
+        config = dict(config or {})
+        errors: list[RowError] = []
+        allowed = {"max_rationale_chars", "max_upload_bytes"}
+        for key in config:
+            if key not in allowed:
+                errors.append(_config_error(str(key), f"unknown key; allowed: {', '.join(sorted(allowed))}"))
+        cap = config.get("max_rationale_chars", DEFAULT_MAX_RATIONALE_CHARS)
+        if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= 100_000:
+            errors.append(_config_error("max_rationale_chars", f"must be a whole number from 1 to 100000; got {cap!r}"))
+        size = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
+        if not isinstance(size, int) or isinstance(size, bool) or not 1024 <= size <= 10 * 1024 * 1024:
+            errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 10485760; got {size!r}"))
+        if errors:
+            raise ValidationFailed(errors)
+        return {"max_rationale_chars": cap, "max_upload_bytes": size}
+
+    def max_upload_bytes(self, config: Mapping[str, Any]) -> int:
+        return self.validate_config(config)["max_upload_bytes"]
+
+    def chart_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        return ("return",)
+
+    def chart_reference(self, config: Mapping[str, Any]) -> tuple[str, str] | None:
+        return ("sp500_return", "S&P 500")
+
+    def withheld_metrics(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        return tuple(m.name for m in METRICS if m.name not in PROVISIONAL)
+
+    def standings_metrics(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
+        return STANDINGS_METRICS
+
+    def leaderboard_note(self, config: Mapping[str, Any]) -> str:
+        return ("All-available history of this track: every round an entrant completed, returns summed "
+                "(never compounded) against the summed oracle. Shown as context, not as the ranking: models "
+                "are ranked inside comparison sets, over the rounds every member completed.")
+
+    # -- universe -------------------------------------------------------------
+    def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:
+        """``option,start_price``: each option once, a positive start price, one ``SP500`` row;
+        ``CASH`` is implicit (appended, start price 1)."""
+        errs = ErrorList(file=filename or "universe.csv")
+        table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_BYTES, required=(OPTION, START),
+                                   what="option")
+        pos = table.position()
+        seen: dict[str, int] = {}
+        cases: list[Case] = []
+        for row, rec in table.rows:
+            name = rec[pos[OPTION]].strip()
+            ok = True
+            if not name:
+                errs.add("empty option name", row, OPTION)
+                ok = False
+            elif len(name) > MAX_OPTION_CHARS or not name.isprintable() or "," in name:
+                errs.add(f"an option is at most {MAX_OPTION_CHARS} printable characters without commas; got "
+                         f"{csvfile.show(name)}", row, OPTION)
+                ok = False
+            elif name.upper() == CASH:
+                errs.add("CASH is always allocatable at 0% and is added by the site; leave it out of the universe",
+                         row, OPTION)
+                ok = False
+            elif name in seen:
+                errs.add(f"duplicate option {name!r} (first in row {seen[name]})", row, OPTION)
+                ok = False
+            else:
+                seen[name] = row
+            price, message = csvfile.number(rec[pos[START]])
+            if message:
+                errs.add(message, row, START)
+                ok = False
+            elif price <= 0:
+                errs.add(f"a start price must be positive; got {csvfile.show(rec[pos[START]].strip())}", row, START)
+                ok = False
+            if ok:
+                cases.append(Case(name, "public", {START: price}))
+        if not errs:
+            if INDEX not in seen:
+                errs.add(f"no {INDEX} row: the universe needs the S&P 500 index's start price (option {INDEX})",
+                         None, OPTION)
+            elif len(seen) < 2:
+                errs.add(f"the universe has no allocatable option besides {INDEX}", None, OPTION)
+            elif len(seen) > MAX_OPTIONS:
+                errs.add(f"the universe has {len(seen)} options; at most {MAX_OPTIONS}", None, OPTION)
+        errs.raise_if_any()
+        cases.append(Case(CASH, "public", {START: 1.0}))
+        return CaseSet(cases)
+
+    # -- submissions ----------------------------------------------------------
+    def parse_round_submission(self, data: bytes, *, filename: str, universe: Universe,
+                               config: Mapping[str, Any]) -> RoundSubmission:
+        """JSON (``allocations``, ``confidence``, ``rationale``, ``repeat``) or CSV ``option,percent``."""
+        cfg = self.validate_config(config)
+        csvfile.check_size(data, cfg["max_upload_bytes"])
+        head = data.lstrip()[:1]
+        if (filename or "").lower().endswith(".json") or head in (b"{", b"["):
+            errs = ErrorList()
+            text = csvfile.decode(data, errs)
+            errs.raise_if_any()
+            try:
+                body = json.loads(text)
+            except (ValueError, RecursionError) as exc:
+                raise ValidationFailed([RowError(f"the file is not valid JSON: {exc}", column="file")]) from None
+            return self.parse_round_json(body, universe=universe, config=config)
+        errs = ErrorList()
+        table = csvfile.read_table(data, errs=errs, max_bytes=cfg["max_upload_bytes"], required=(OPTION, PERCENT),
+                                   what="allocation")
+        pos = table.position()
+        rows = [(row, rec[pos[OPTION]], rec[pos[PERCENT]]) for row, rec in table.rows]
+        values = self._allocations(rows, universe, errs, csv_rows=True)
+        errs.raise_if_any()
+        return RoundSubmission(values, (PERCENT,), {"confidence": None, "rationale": ""})
+
+    def parse_round_json(self, predictions: Any, *, universe: Universe, config: Mapping[str, Any]) -> RoundSubmission:
+        """The submission object (or a bare list of allocations); every problem names its field."""
+        cfg = self.validate_config(config)
+        errs = ErrorList()
+        if isinstance(predictions, list):
+            predictions = {"allocations": predictions}
+        if not isinstance(predictions, dict):
+            raise ValidationFailed([RowError('send an object {"allocations": [...], "confidence": 0.7, '
+                                             '"rationale": "..."}', column="allocations")])
+        for key in predictions:
+            if key not in SUBMISSION_KEYS:
+                errs.add(f"unknown field {csvfile.show(str(key))}; the fields are {', '.join(SUBMISSION_KEYS)}",
+                         None, str(key)[:100])
+        allocations = predictions.get("allocations")
+        rows: list[tuple[int, Any, Any]] = []
+        if not isinstance(allocations, list) or not allocations:
+            errs.add('allocations must be a non-empty list of {"option": name, "percent": number}', None,
+                     "allocations")
+        elif len(allocations) > len(universe) + 1:
+            errs.add(f"allocations lists {len(allocations)} entries; the universe has {len(universe)} options",
+                     None, "allocations")
+        else:
+            for i, item in enumerate(allocations, start=1):
+                if not isinstance(item, dict) or set(item) != {OPTION, PERCENT}:
+                    errs.add('each allocation is {"option": name, "percent": number}', i, f"allocations[{i}]")
+                    continue
+                rows.append((i, item[OPTION], item[PERCENT]))
+        values = self._allocations(rows, universe, errs, csv_rows=False) if rows else None
+
+        confidence = predictions.get("confidence")
+        if confidence is None:
+            errs.add("confidence is required: a number from 0 to 1", None, "confidence")
+        elif isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
+                or not math.isfinite(confidence) or not 0 <= confidence <= 1:
+            errs.add(f"confidence must be a number from 0 to 1; got {csvfile.show(repr(confidence))}", None,
+                     "confidence")
+        rationale = predictions.get("rationale", "")
+        if rationale is None:
+            rationale = ""
+        if not isinstance(rationale, str):
+            errs.add("rationale must be text (a JSON string)", None, "rationale")
+            rationale = ""
+        elif len(rationale) > cfg["max_rationale_chars"]:
+            errs.add(f"rationale is {len(rationale):,} characters; at most {cfg['max_rationale_chars']:,}", None,
+                     "rationale")
+        elif (problem := _plain_text_problem(rationale)) is not None:
+            errs.add(problem, None, "rationale")
+        repeat = predictions.get("repeat", False)
+        if not isinstance(repeat, bool):
+            errs.add("repeat must be true or false", None, "repeat")
+        errs.raise_if_any()
+        return RoundSubmission(values, (PERCENT,), {"confidence": float(confidence), "rationale": rationale.strip()},
+                               repeat=bool(repeat))
+
+    def _allocations(self, rows, universe: Universe, errs: ErrorList, *, csv_rows: bool) -> np.ndarray:
+        """Percents aligned to the universe (SP500 row 0); errors name the row and the field."""
+        values = np.zeros((len(universe), 1))
+        first: dict[int, int] = {}
+
+        def where(i: int, field: str) -> tuple[int, str]:
+            return (i, field) if csv_rows else (i, f"allocations[{i}].{field}")
+
+        for i, option, raw in rows:
+            name = option.strip() if isinstance(option, str) else None
+            at = universe.index.get(name) if name else None
+            if name and at is None and name.upper() == CASH:
+                at = universe.index.get(CASH)
+            if not name:
+                errs.add("empty option name" if isinstance(option, str) else "option must be a name (text)",
+                         *where(i, OPTION))
+            elif name == INDEX:
+                errs.add(f"{INDEX} is the index, published for comparison; it is not allocatable", *where(i, OPTION))
+                at = None
+            elif at is None:
+                errs.add(f"unknown option {csvfile.show(name)}: not in this round's universe", *where(i, OPTION))
+            elif at in first:
+                errs.add(f"option {name!r} is listed twice (first at {first[at]})", *where(i, OPTION))
+                at = None
+            else:
+                first[at] = i
+            if csv_rows:
+                value, message = csvfile.number(raw)
+            elif isinstance(raw, bool) or not isinstance(raw, (int, float)):
+                value, message = None, f"percent must be a number; got {csvfile.show(repr(raw))}"
+            elif not math.isfinite(raw):
+                value, message = None, "percent must be a finite number"
+            else:
+                value, message = float(raw), None
+            if message is None and value < 0:
+                message = f"percent must be at least 0 (no short positions); got {value:g}"
+            if message:
+                errs.add(message, *where(i, PERCENT))
+            elif at is not None:
+                values[at, 0] = value
+        if not errs:
+            total = float(values.sum())
+            if abs(total - 100.0) > WEIGHT_SUM_TOLERANCE:
+                errs.add(f"allocations must sum to 100 (cash included) within {WEIGHT_SUM_TOLERANCE}; they sum to "
+                         f"{total:.6g}", None, PERCENT if csv_rows else "allocations")
+        return values
+
+    def format_help(self, config: Mapping[str, Any]) -> str:
+        cfg = self.validate_config(config)
+        return "\n".join([
+            "### Submission format",
+            "",
+            "Each round publishes its option universe with start prices (download it from the round's page "
+            "or `GET /api/benchmarks/{slug}/rounds/{n}/universe/`). The `SP500` row is the index, shown for "
+            "comparison: it is not allocatable. `CASH` is always allocatable and returns 0%.",
+            "",
+            "Upload one portfolio as JSON:",
+            "",
+            "```json",
+            '{"allocations": [{"option": "NVDA", "percent": 40}, {"option": "GLD", "percent": 35},',
+            '                 {"option": "CASH", "percent": 25}],',
+            ' "confidence": 0.62,',
+            ' "rationale": "Plain text: why this allocation."}',
+            "```",
+            "",
+            "or a CSV `option,percent` (then without confidence or rationale).",
+            "",
+            "- percents are at least 0 and sum to 100 (cash included) within 0.01; options left out hold 0;",
+            "- `confidence` is a number from 0 to 1;",
+            f"- `rationale` is plain text, at most {cfg['max_rationale_chars']:,} characters (shown escaped);",
+            '- `"repeat": true` marks a consistency run: it never replaces your counted portfolio and is '
+            "summarised on its own table.",
+            "",
+            "Your latest upload before the round closes is your one frozen portfolio; earlier ones stay in your "
+            "history, marked replaced. A rejected upload names every problem's field and does not count.",
+            "",
+            "### Scoring",
+            "",
+            "- option return: end price / start price - 1; portfolio `return`: the allocation-weighted sum;",
+            "- `sp500_return` over the same window, `minus_sp500` = return - S&P 500 return;",
+            "- `oracle_return`: the best return in the saved universe, cash (0%) included;",
+            "- `regret` = oracle - return; `beats_cash`: return > 0;",
+            "- `score` (CapitalBench) = 100 x return / oracle; with a zero oracle, 0% scores 100 and a loss is n/a.",
+            "",
+            "Interim price snapshots give a provisional return (and against the S&P 500); score, rank, regret "
+            "and the oracle wait for the final prices. Weekly and monthly tracks are ranked apart, inside "
+            "comparison sets: `100 x sum(returns) / sum(oracle returns)` over the rounds every member completed.",
+        ]) + "\n"
+
+    def example_submission(self, cases: CaseSet, config: Mapping[str, Any]) -> tuple[str, bytes]:
+        options = [c.case_id for c in cases.cases if c.case_id not in (INDEX, CASH)][:3]
+        share = round(80.0 / max(len(options), 1), 2)
+        allocations = [{"option": o, "percent": share} for o in options]
+        allocations.append({"option": CASH, "percent": round(100.0 - share * len(options), 2)})
+        body = {"allocations": allocations, "confidence": 0.5,
+                "rationale": "Example: an even split over three options, the rest in cash."}
+        return "example_portfolio.json", (json.dumps(body, indent=2) + "\n").encode()
+
+    # -- truth ------------------------------------------------------------------
+    def truth_columns(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        return (END,)
+
+    def parse_truth(self, data: bytes, *, filename: str, universe: Universe, config: Mapping[str, Any],
+                    final: bool, as_of=None) -> RoundTruth:
+        """``option,end_price``: options of the universe at most once, the ``SP500`` row required;
+        an option left out has no price yet (portfolios holding it, and the oracle, wait)."""
+        errs = ErrorList(file=filename or "prices.csv")
+        table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_BYTES, required=(OPTION, END), what="option")
+        pos = table.position()
+        values = np.full((len(universe), 1), np.nan)
+        first: dict[int, int] = {}
+        for row, rec in table.rows:
+            name = rec[pos[OPTION]].strip()
+            at = universe.index.get(name)
+            if name.upper() == CASH:
+                errs.add("CASH returns 0% by definition; leave it out of the price file", row, OPTION)
+                at = None
+            elif at is None:
+                errs.add(f"unknown option {csvfile.show(name)}: not in this round's universe" if name
+                         else "empty option name", row, OPTION)
+            elif at in first:
+                errs.add(f"duplicate option {name!r} (first in row {first[at]})", row, OPTION)
+                at = None
+            else:
+                first[at] = row
+            value, message = csvfile.number(rec[pos[END]])
+            if message is None and value < 0:
+                message = f"a price cannot be negative; got {value:g}"
+            if message:
+                errs.add(message, row, END)
+            elif at is not None:
+                values[at, 0] = value
+        if not errs and universe.index.get(INDEX) not in first:
+            errs.add(f"no {INDEX} row: every price file needs the index's price", None, OPTION)
+        errs.raise_if_any()
+        values[universe.index[CASH], 0] = 1.0
+        return RoundTruth(values, (END,), final=final, as_of=as_of)
+
+    # -- scoring ------------------------------------------------------------------
+    @staticmethod
+    def _prices(universe: Universe, truth: RoundTruth) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        start = np.asarray(universe.columns[START], dtype=np.float64)
+        end = truth.column(END)
+        index = universe.index[INDEX]
+        scored = np.ones(len(universe), dtype=bool)
+        scored[index] = False
+        return start, end, scored, index
+
+    def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
+        universe, truth = inputs.universe, inputs.truth
+        start, end, scored, index = self._prices(universe, truth)
+        notes: list[str] = []
+        if not truth.final:
+            notes.append(f"Provisional: prices as of {truth.as_of or 'an interim snapshot'}. Returns are interim; "
+                         "score, rank, regret, oracle return and beats-cash are withheld until the final prices.")
+        missing = [universe.ids[i] for i in np.flatnonzero(scored & np.isnan(end))]
+        if missing:
+            shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+            notes.append(f"No price yet for {len(missing)} option(s) ({shown}): portfolios holding them show n/a"
+                         + (", and the oracle, regret and score wait for the full price list." if truth.final
+                            else "."))
+        n = len(inputs.keys)
+        if n == 0:
+            return RoundOutcome([], notes + ["no counted portfolios"])
+        weights = np.ascontiguousarray(inputs.values[:, scored, 0])
+        totals = weights.sum(axis=1, keepdims=True)
+        weights = np.where(totals > 0, weights * 100.0 / np.where(totals > 0, totals, 1.0), weights)
+        out = round_results(weights, start[scored], end[scored], sp500_start=start[index], sp500_end=end[index],
+                            final=truth.final)
+        metrics = []
+        for i in range(n):
+            m = {name: _num(out[name][i]) for name in ("score", "return", "sp500_return", "minus_sp500",
+                                                       "oracle_return", "regret")}
+            m["beats_cash"] = None if np.isnan(out["beats_cash"][i]) else bool(out["beats_cash"][i])
+            metrics.append(m)
+        zero = truth.final and out["oracle_return"].size and out["oracle_return"][0] == 0
+        if zero:
+            notes.append("No option gained this round (the oracle is cash, 0%): a 0% portfolio scores 100 and a "
+                         "loss has no finite score (n/a).")
+        return RoundOutcome(metrics, notes)
+
+    # -- the per-option table -------------------------------------------------------
+    def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
+        return (
+            Column("option", "option", "{}"),
+            Column("percent", "allocation", "{:.2f}%", "your percent"),
+            Column("start_price", "start price", "{:,.4g}"),
+            Column("end_price", "end price", "{:,.4g}"),
+            Column("return", "option return", "{:+.2%}", "end price / start price - 1"),
+            Column("contribution", "contribution", "{:+.3%}", "allocation x option return; the column sums to "
+                                                              "the portfolio return"),
+        )
+
+    def round_case_rows(self, values: np.ndarray, *, universe: Universe, truth: RoundTruth,
+                        config: Mapping[str, Any]) -> list[dict[str, Any]]:
+        start = np.asarray(universe.columns[START], dtype=np.float64)
+        end = truth.column(END)
+        returns = price_returns(start, end)
+        percent = np.asarray(values, dtype=np.float64).reshape(-1)
+        return [{"option": cid, "percent": _num(percent[i]) if cid != INDEX else None,
+                 "start_price": _num(start[i]), "end_price": _num(end[i]), "return": _num(returns[i]),
+                 "contribution": _num(percent[i] / 100 * returns[i]) if cid != INDEX else None}
+                for i, cid in enumerate(universe.ids)]
+
+    # -- what the round page shows --------------------------------------------------
+    def round_public(self, universe: Universe, frozen: Sequence[Mapping[str, Any]],
+                     config: Mapping[str, Any]) -> dict[str, Any]:
+        """Start prices; after close the frozen portfolios (holdings, confidence, rationale and its
+        summary, audit hash) and the consistency runs summarised per entrant.
+
+        ``frozen``: dicts with ``entrant``, ``audit_hash``, ``received_at``, ``repeat``,
+        ``values`` (ids x 1) and ``meta``; empty while the round is open.
+        """
+        start = np.asarray(universe.columns[START], dtype=np.float64)
+        options = [{"option": cid, "start_price": float(start[i]), "index": cid == INDEX,
+                    "cash": cid == CASH} for i, cid in enumerate(universe.ids)]
+        allocatable = [i for i, cid in enumerate(universe.ids) if cid != INDEX]
+        names = [universe.ids[i] for i in allocatable]
+        portfolios, runs = [], {}
+        for f in frozen:
+            percent = np.asarray(f["values"], dtype=np.float64).reshape(-1)[allocatable]
+            if f.get("repeat"):
+                runs.setdefault(f["entrant"], []).append(percent)
+                continue
+            order = sorted(range(len(names)), key=lambda j: (-percent[j], j))
+            meta = f.get("meta") or {}
+            rationale = str(meta.get("rationale") or "")
+            summary = " ".join(rationale.split())
+            if len(summary) > SUMMARY_CHARS:
+                summary = summary[:SUMMARY_CHARS].rsplit(" ", 1)[0] + " …"
+            portfolios.append({
+                "entrant": f["entrant"], "audit_hash": f["audit_hash"], "received_at": f["received_at"],
+                "confidence": meta.get("confidence"), "rationale": rationale, "rationale_summary": summary,
+                "holdings": [{"option": names[j], "percent": float(percent[j])} for j in order if percent[j] > 0],
+            })
+            runs.setdefault(f["entrant"], []).insert(0, percent)
+        consistency = []
+        for entrant, entrant_runs in sorted(runs.items()):
+            if len(entrant_runs) < 2:
+                continue
+            summary = consistency_summary(np.vstack(entrant_runs), names)
+            consistency.append({"entrant": entrant, **summary})
+        return {"options": options, "portfolios": portfolios, "consistency": consistency}
+
+    # -- standings ------------------------------------------------------------------
+    def standings(self, results: Sequence[RoundResult], config: Mapping[str, Any]) -> Standings:
+        """All-available history per entrant (the rows) and the comparison sets (a document), for
+        the track of ``results`` (the engine calls this once per track)."""
+        if not results:
+            return Standings([])
+        track = results[0].track
+        ordered = sorted(results, key=lambda r: r.number)
+        oracle: dict[int, float] = {}
+        returns: dict[Any, dict[int, float]] = {}
+        extra: dict[Any, dict[int, tuple[float | None, bool | None]]] = {}
+        first_at: dict[Any, Any] = {}
+        for r in ordered:
+            for entrant, m in r.metrics.items():
+                ret, orc = m.get("return"), m.get("oracle_return")
+                if ret is None or orc is None:
+                    continue  # not completed: a held option without a price, or no full price list
+                oracle[r.number] = float(orc)
+                returns.setdefault(entrant, {})[r.number] = float(ret)
+                extra.setdefault(entrant, {})[r.number] = (m.get("minus_sp500"), m.get("beats_cash"))
+                at = r.received_at.get(entrant)
+                if at is not None and (entrant not in first_at or at < first_at[entrant]):
+                    first_at[entrant] = at
+        rows: list[Standing] = []
+        history = []
+        for entrant, by_round in returns.items():
+            numbers = sorted(by_round)
+            p_sum = sum(by_round[n] for n in numbers)
+            o_sum = sum(oracle[n] for n in numbers)
+            score = comparison_set_score([by_round[n] for n in numbers], [oracle[n] for n in numbers])
+            minus = [extra[entrant][n][0] for n in numbers if extra[entrant][n][0] is not None]
+            beats = sum(1 for n in numbers if extra[entrant][n][1])
+            metrics = {"score": score, "return_sum": p_sum, "oracle_sum": o_sum,
+                       "minus_sp500_sum": sum(minus) if minus else None, "beats_cash_rounds": float(beats)}
+            rows.append(Standing(entrant, score, metrics, len(numbers), first_at[entrant], track))
+            history.append({"entrant": entrant, "rounds": numbers, "score": score, "return_sum": p_sum,
+                            "oracle_sum": o_sum})
+        sets = []
+        for cs in comparison_sets({e: list(r) for e, r in returns.items()}, round_order=sorted(oracle)):
+            o_sum = sum(oracle[n] for n in cs.rounds)
+            set_rows = []
+            for entrant in cs.members:
+                p = [returns[entrant][n] for n in cs.rounds]
+                score = comparison_set_score(p, [oracle[n] for n in cs.rounds]) if cs.rounds else None
+                set_rows.append({"entrant": entrant, "score": score, "return_sum": sum(p), "oracle_sum": o_sum})
+            order = {e: i for i, e in enumerate(cs.members)}
+            set_rows.sort(key=lambda row: (row["score"] is None, -(row["score"] or 0.0), -row["return_sum"],
+                                           order[row["entrant"]]))
+            for rank, row in enumerate(set_rows, start=1):
+                row["rank"] = rank
+            sets.append({"members": list(cs.members), "joined": list(cs.joined), "rounds": list(cs.rounds),
+                         "oracle_sum": o_sum, "rows": set_rows})
+        history.sort(key=lambda h: (h["score"] is None, -(h["score"] or 0.0), -h["return_sum"]))
+        return Standings(rows, {(track, "comparison_sets"): {"sets": sets, "history": history}})

@@ -1,0 +1,171 @@
+"""Portfolio rounds on the site, without a worker: what the pages and the API show while a round is
+open, pending and resolved; the example file; the per-option table; the schema."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from leaderboard.core.models import TruthVersion
+from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, round_version_score
+from leaderboard.core.services.submissions import submission_create
+from tests.support.portfolio import portfolio_benchmark, portfolio_json, prices_csv, universe_csv
+from tests.support.signals import signals_benchmark
+
+START = {"ALPHA": 80.0, "BRAVO": 25.0, "SP500": 5000.0}
+
+
+def scored(round_):
+    for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
+        round_version_score(round_id=round_.pk, version=tv.version)
+
+
+@pytest.fixture
+def bench(db, tmp_path):
+    return portfolio_benchmark(tmp_path)
+
+
+def test_open_round_hides_the_portfolios_until_close(bench, users, client):
+    r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    sub = submission_create(user=users["owner"], benchmark=bench, filename="p.json",
+                            data=portfolio_json({"ALPHA": 100}, 0.9, "secret sauce")).submission
+    html = client.get(f"/b/{bench.slug}/rounds/1/").content.decode()
+    assert "secret sauce" not in html and sub.audit_hash not in html
+    assert "Shown when the round closes" in html and 'data-option="ALPHA"' in html  # start prices are public
+    details = APIClient().get(f"/api/benchmarks/{bench.slug}/rounds/1/").json()["details"]
+    assert details["portfolios"] == [] and [o["option"] for o in details["options"]] == [
+        "ALPHA", "BRAVO", "SP500", "CASH"]
+    round_close(round_=r)
+    html = client.get(f"/b/{bench.slug}/rounds/1/").content.decode()
+    assert "secret sauce" in html and sub.audit_hash in html
+
+
+def test_round_needs_a_track(bench):
+    from leaderboard.core.services.submissions import SubmissionRejected
+
+    with pytest.raises(SubmissionRejected) as info:
+        round_open(benchmark=bench, data=universe_csv(START), filename="o.csv")
+    assert info.value.errors[0].column == "track"
+
+
+def test_example_file_is_a_valid_upload(bench, users, client):
+    round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="monthly")
+    resp = client.get(f"/b/{bench.slug}/example/")
+    assert resp["Content-Type"] == "application/json"
+    body = json.loads(resp.content)
+    assert sum(a["percent"] for a in body["allocations"]) == pytest.approx(100)
+    accepted = submission_create(user=users["member"], benchmark=bench, data=resp.content, filename="e.json")
+    assert accepted.submission.status == "accepted" and accepted.submission.is_counted
+
+
+def test_resolved_submission_page_shows_each_options_contribution(bench, users, client):
+    r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    sub = submission_create(user=users["owner"], benchmark=bench, filename="p.json",
+                            data=portfolio_json({"ALPHA": 25, "BRAVO": 50, "CASH": 25})).submission
+    round_close(round_=r)
+    # ALPHA 80 -> 88 (+10%), BRAVO 25 -> 24 (-4%): return 0.25 x 10% + 0.5 x -4% = +0.50%
+    round_truth_load(round_=r, data=prices_csv({"ALPHA": 88, "BRAVO": 24, "SP500": 5050}), filename="f.csv",
+                     final=True)
+    scored(r)
+    client.force_login(users["owner"])
+    html = client.get(f"/submissions/{sub.pk}/").content.decode()
+    for text in ("+2.500%", "-2.000%", "+10.00%", "-4.00%", "+0.50%"):
+        assert text in html, text
+    rows = APIClient()
+    rows.force_authenticate(users["owner"])
+    cases = rows.get(f"/api/submissions/{sub.pk}/cases/").json()
+    table = cases["rows"] if isinstance(cases, dict) else cases
+    assert sum(row["contribution"] or 0 for row in table) == pytest.approx(0.005)
+
+
+def test_api_json_body_is_the_portfolio(bench, users, api_for):
+    round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    api = api_for("owner")
+    body = {"allocations": [{"option": "ALPHA", "percent": 40}, {"option": "CASH", "percent": 60}],
+            "confidence": 0.3, "rationale": "body"}
+    resp = api.post(f"/api/benchmarks/{bench.slug}/submissions/", body, format="json")
+    assert resp.status_code == 202 and resp.json()["counted"] is True
+    repeat = api.post(f"/api/benchmarks/{bench.slug}/submissions/", body | {"repeat": True}, format="json")
+    assert repeat.status_code == 202 and repeat.json()["counted"] is False
+    wrapped = api.post(f"/api/benchmarks/{bench.slug}/submissions/", {"predictions": body}, format="json")
+    assert wrapped.status_code == 202
+    bad = api.post(f"/api/benchmarks/{bench.slug}/submissions/", body | {"rationale": "x" * 5000}, format="json")
+    assert bad.status_code == 400 and bad.json()["errors"][0]["column"] == "rationale"
+
+
+def test_comparison_sets_only_for_portfolio_and_declared_in_the_schema(db, tmp_path, bench):
+    api = APIClient()
+    sig = signals_benchmark(tmp_path)
+    assert api.get(f"/api/benchmarks/{sig.slug}/comparison-sets/").status_code == 404
+    assert api.get(f"/b/{sig.slug}/comparison-sets/").status_code == 404
+    empty = api.get(f"/api/benchmarks/{bench.slug}/comparison-sets/").json()
+    assert (empty["track"], empty["sets"], empty["history"]) == ("weekly", [], [])
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    op = schema["paths"]["/api/benchmarks/{slug}/comparison-sets/"]["get"]
+    ref = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert {"sets", "history", "track", "next"} <= set(schema["components"]["schemas"][ref]["properties"])
+
+
+def test_round_and_comparison_pages_take_the_same_queries_for_more_models(bench, client):
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    User = get_user_model()
+
+    def resolved_round(n_models: int, number: int) -> None:
+        r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+        for i in range(n_models):
+            user, _ = User.objects.get_or_create(username=f"model{i}")
+            submission_create(user=user, benchmark=bench, filename="p.json",
+                              data=portfolio_json({"ALPHA": 10 * (i % 10), "CASH": 100 - 10 * (i % 10)}, 0.5, "r"))
+        round_close(round_=r)
+        round_truth_load(round_=r, data=prices_csv({"ALPHA": 84, "BRAVO": 26, "SP500": 5050}), filename="f.csv",
+                         final=False, as_of=dt.date(2026, 1, number))
+        round_truth_load(round_=r, data=prices_csv({"ALPHA": 88, "BRAVO": 24, "SP500": 5050}), filename="f.csv",
+                         final=True)
+        scored(r)
+
+    def count(path: str) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(path).status_code == 200
+        return len(queries)
+
+    resolved_round(3, 1)
+    few = (count(f"/b/{bench.slug}/rounds/1/"), count(f"/b/{bench.slug}/comparison-sets/"))
+    resolved_round(12, 2)
+    many = (count(f"/b/{bench.slug}/rounds/2/"), count(f"/b/{bench.slug}/comparison-sets/"))
+    assert many == few and max(many) <= 25, (few, many)
+
+
+def test_pending_submission_page_says_withheld_not_na(bench, users, client):
+    r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    sub = submission_create(user=users["owner"], benchmark=bench, filename="p.json",
+                            data=portfolio_json({"ALPHA": 50, "CASH": 50})).submission
+    round_close(round_=r)
+    # ALPHA 80 -> 84: +5% x 0.5 = +2.50% provisional; the rest waits for the final prices.
+    round_truth_load(round_=r, data=prices_csv({"ALPHA": 84, "BRAVO": 25, "SP500": 5000}), filename="i.csv",
+                     final=False, as_of=dt.date(2026, 6, 1))
+    scored(r)
+    client.force_login(users["owner"])
+    html = client.get(f"/submissions/{sub.pk}/").content.decode()
+    assert "+2.50%" in html and html.count(">withheld<") == 4
+    board = client.get(f"/b/{bench.slug}/rounds/1/").content.decode()
+    assert board.count(">withheld<") == 4 and "Withheld until the final truth" in board
+
+
+def test_standings_api_defaults_to_the_first_track(bench, users):
+    r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    submission_create(user=users["owner"], benchmark=bench, filename="p.json", data=portfolio_json({"BRAVO": 100}))
+    round_close(round_=r)
+    round_truth_load(round_=r, data=prices_csv({"ALPHA": 88, "BRAVO": 24, "SP500": 5050}), filename="f.csv",
+                     final=True)
+    scored(r)
+    api = APIClient()
+    weekly = api.get(f"/api/benchmarks/{bench.slug}/leaderboard/").json()
+    assert weekly["track"] == "weekly" and [row["entrant"] for row in weekly["rows"]] == ["owner"]
+    # BRAVO 25 -> 24: -4% against an oracle of +10% (ALPHA 80 -> 88): -40 over its one round.
+    assert weekly["rows"][0]["score"] == pytest.approx(-40.0) and weekly["rows"][0]["rounds"] == 1
+    assert api.get(f"/api/benchmarks/{bench.slug}/leaderboard/?track=monthly").json()["rows"] == []

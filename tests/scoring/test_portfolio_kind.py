@@ -1,0 +1,179 @@
+"""The ``portfolio`` kind, pure: universe, uploads, prices, whole-round scoring and comparison sets.
+
+Expected values are worked by hand from the formulas of spec/portfolio-rounds.txt.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import pytest
+
+from scoring.errors import ValidationFailed
+from scoring.kinds import get_kind
+from scoring.kinds.base import RoundInputs, RoundResult
+
+KIND = get_kind("portfolio")
+UNIVERSE = b"option,start_price\nAAA,100\nBBB,50\nSP500,4000\n"
+
+
+def universe():
+    return KIND.universe(KIND.parse_universe(UNIVERSE, filename="u.csv", config={}), {})
+
+
+def errors_of(exc) -> set[tuple]:
+    return {(e.row, e.column) for e in exc.value.errors}
+
+
+def body(**kw) -> bytes:
+    data = {"allocations": [{"option": "AAA", "percent": 60}, {"option": "CASH", "percent": 40}],
+            "confidence": 0.7, "rationale": "why"} | kw
+    return json.dumps(data).encode()
+
+
+def test_universe_adds_cash_and_needs_the_index():
+    u = universe()
+    assert u.ids == ("AAA", "BBB", "SP500", "CASH")
+    assert u.columns["start_price"].tolist() == [100.0, 50.0, 4000.0, 1.0]
+    with pytest.raises(ValidationFailed) as info:
+        KIND.parse_universe(b"option,start_price\nAAA,100\nAAA,3\nCASH,1\nBBB,-2\n", filename="u.csv", config={})
+    assert errors_of(info) >= {(3, "option"), (4, "option"), (5, "start_price")}
+    with pytest.raises(ValidationFailed, match="SP500"):
+        KIND.parse_universe(b"option,start_price\nAAA,100\n", filename="u.csv", config={})
+
+
+def test_upload_json_is_aligned_to_the_universe_with_its_meta():
+    parsed = KIND.parse_round_submission(body(), filename="p.json", universe=universe(), config={})
+    assert parsed.values[:, 0].tolist() == [60.0, 0.0, 0.0, 40.0]
+    assert parsed.meta == {"confidence": 0.7, "rationale": "why"} and parsed.repeat is False
+    assert KIND.parse_round_submission(body(repeat=True), filename="p.json", universe=universe(),
+                                       config={}).repeat is True
+    csv = KIND.parse_round_submission(b"option,percent\nBBB,33.33\nAAA,33.33\nCASH,33.34\n", filename="p.csv",
+                                      universe=universe(), config={})
+    assert csv.values[:, 0].tolist() == [33.33, 33.33, 0.0, 33.34]
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"allocations": [{"option": "AAA", "percent": 60}, {"option": "BBB", "percent": 30}]}, "allocations"),
+    ({"allocations": [{"option": "AAA", "percent": 110}, {"option": "BBB", "percent": -10}]},
+     "allocations[2].percent"),
+    ({"allocations": [{"option": "SP500", "percent": 100}]}, "allocations[1].option"),
+    ({"allocations": [{"option": "ZZZ", "percent": 100}]}, "allocations[1].option"),
+    ({"allocations": [{"option": "AAA", "percent": 50}, {"option": "AAA", "percent": 50}]},
+     "allocations[2].option"),
+    ({"allocations": [{"option": "AAA", "percent": "100"}]}, "allocations[1].percent"),
+    ({"confidence": 1.5}, "confidence"),
+    ({"confidence": None}, "confidence"),
+    ({"rationale": 12}, "rationale"),
+    ({"rationale": "x" * 4001}, "rationale"),
+    ({"rationale": "bell\x07"}, "rationale"),
+    ({"repeat": "yes"}, "repeat"),
+    ({"extra": 1}, "extra"),
+])
+def test_upload_errors_name_the_field(changes, field):
+    with pytest.raises(ValidationFailed) as info:
+        KIND.parse_round_submission(body(**changes), filename="p.json", universe=universe(), config={})
+    assert field in {e.column for e in info.value.errors}, info.value.errors
+
+
+def test_sum_within_a_hundredth_is_accepted():
+    ok = body(allocations=[{"option": "AAA", "percent": 50.005}, {"option": "BBB", "percent": 50}])
+    assert KIND.parse_round_submission(ok, filename="p.json", universe=universe(), config={}).values.sum() == \
+        pytest.approx(100.005)
+    bad = body(allocations=[{"option": "AAA", "percent": 50.02}, {"option": "BBB", "percent": 50}])
+    with pytest.raises(ValidationFailed, match="sum to 100"):
+        KIND.parse_round_submission(bad, filename="p.json", universe=universe(), config={})
+
+
+def inputs(values, prices: bytes, final=True):
+    u = universe()
+    truth = KIND.parse_truth(prices, filename="t.csv", universe=u, config={}, final=final,
+                             as_of=None if final else dt.date(2026, 3, 2))
+    return RoundInputs(universe=u, keys=list(range(len(values))), values=np.asarray(values, float)[:, :, None],
+                       meta=[{}] * len(values), stakes=None, benchmark_models=np.zeros(len(values), bool), truth=truth)
+
+
+def test_whole_round_scores_the_worked_examples():
+    # AAA +4% (100 -> 104), BBB -2% (50 -> 49), SP500 +1% (4000 -> 4040).
+    prices = b"option,end_price\nAAA,104\nBBB,49\nSP500,4040\n"
+    values = [[0, 100, 0, 0], [0, 50, 0, 50], [100, 0, 0, 0], [25, 25, 0, 50]]
+    out = KIND.score_round_version(inputs(values, prices), {}).metrics
+    assert [m["score"] for m in out] == pytest.approx([-50.0, -25.0, 100.0, 100 * 0.005 / 0.04])
+    assert [m["return"] for m in out] == pytest.approx([-0.02, -0.01, 0.04, 0.005])
+    assert all(m["sp500_return"] == pytest.approx(0.01) for m in out)
+    assert [m["minus_sp500"] for m in out] == pytest.approx([-0.03, -0.02, 0.03, -0.005])
+    assert all(m["oracle_return"] == pytest.approx(0.04) for m in out)
+    assert [m["regret"] for m in out] == pytest.approx([0.06, 0.05, 0.0, 0.035])
+    assert [m["beats_cash"] for m in out] == [False, False, True, True]
+
+
+def test_interim_prices_give_provisional_returns_and_withhold_the_rest():
+    prices = b"option,end_price\nAAA,102\nBBB,51\nSP500,3960\n"
+    outcome = KIND.score_round_version(inputs([[50, 50, 0, 0]], prices, final=False), {})
+    m = outcome.metrics[0]
+    assert m["return"] == pytest.approx(0.5 * 0.02 + 0.5 * 0.02)
+    assert m["sp500_return"] == pytest.approx(-0.01) and m["minus_sp500"] == pytest.approx(0.03)
+    assert (m["score"], m["oracle_return"], m["regret"], m["beats_cash"]) == (None, None, None, None)
+    assert any("withheld" in n for n in outcome.notes)
+
+
+def test_zero_oracle_cash_scores_100_and_a_loss_is_na():
+    prices = b"option,end_price\nAAA,90\nBBB,45\nSP500,3900\n"
+    out = KIND.score_round_version(inputs([[0, 0, 0, 100], [50, 0, 0, 50]], prices), {}).metrics
+    assert out[0]["score"] == 100.0 and out[1]["score"] is None
+    assert out[1]["oracle_return"] == 0.0 and out[1]["return"] == pytest.approx(-0.05)
+
+
+def test_truth_needs_the_index_and_refuses_cash():
+    with pytest.raises(ValidationFailed) as info:
+        KIND.parse_truth(b"option,end_price\nAAA,1\nCASH,1\nQQQ,2\n", filename="t.csv", universe=universe(),
+                         config={}, final=True)
+    assert errors_of(info) == {(3, "option"), (4, "option")}
+    with pytest.raises(ValidationFailed, match="SP500"):
+        KIND.parse_truth(b"option,end_price\nAAA,1\n", filename="t.csv", universe=universe(), config={}, final=True)
+
+
+def result(number, returns: dict, oracle: float):
+    at = dt.datetime(2026, 1, number, tzinfo=dt.timezone.utc)
+    return RoundResult(number, "weekly", {e: {"return": r, "oracle_return": oracle, "minus_sp500": r,
+                                              "beats_cash": r > 0} for e, r in returns.items()},
+                       {e: at for e in returns})
+
+
+def test_standings_comparison_set_worked_example_30_and_a_later_joiner():
+    # Rounds 1 and 2: a returns +4% and -1% against oracles of +8% and +2%: 100 * (4 - 1) / (8 + 2) = 30.
+    # b joins in round 2 (+1%) and starts a second set over round 2 only.
+    results = [result(2, {"a": -0.01, "b": 0.01}, 0.02), result(1, {"a": 0.04}, 0.08)]
+    out = KIND.standings(results, {})
+    doc = out.documents[("weekly", "comparison_sets")]
+    first, second = doc["sets"]
+    assert first["members"] == ["a"] and first["rounds"] == [1, 2]
+    assert first["rows"][0]["score"] == pytest.approx(30.0)
+    assert first["rows"][0]["return_sum"] == pytest.approx(0.03) and first["oracle_sum"] == pytest.approx(0.10)
+    assert second["members"] == ["a", "b"] and second["rounds"] == [2] and second["joined"] == ["b"]
+    assert [(r["rank"], r["entrant"], r["score"]) for r in second["rows"]] == [
+        (1, "b", pytest.approx(50.0)), (2, "a", pytest.approx(-50.0))]
+    rows = {s.entrant: s for s in out.rows}
+    assert rows["a"].score == pytest.approx(30.0) and rows["a"].rounds == 2 and rows["b"].rounds == 1
+    assert [h["entrant"] for h in doc["history"]] == ["b", "a"]
+
+
+def test_round_public_summarises_consistency_runs_apart():
+    u = universe()
+    frozen = [
+        {"entrant": "m", "audit_hash": "h1", "received_at": None, "repeat": False,
+         "values": [[60], [40], [0], [0]], "meta": {"confidence": 0.6, "rationale": "<b>bold</b> " + "word " * 80}},
+        {"entrant": "m", "audit_hash": "h2", "received_at": None, "repeat": True,
+         "values": [[60], [40], [0], [0]], "meta": {}},
+        {"entrant": "m", "audit_hash": "h3", "received_at": None, "repeat": True,
+         "values": [[20], [80], [0], [0]], "meta": {}},
+    ]
+    out = KIND.round_public(u, frozen, {})
+    assert [p["entrant"] for p in out["portfolios"]] == ["m"]
+    assert out["portfolios"][0]["holdings"] == [{"option": "AAA", "percent": 60.0}, {"option": "BBB", "percent": 40.0}]
+    assert len(out["portfolios"][0]["rationale_summary"]) <= 242
+    (c,) = out["consistency"]
+    assert (c["runs"], c["top_holding"]) == (3, "AAA")
+    assert c["same_top_share"] == pytest.approx(2 / 3) and c["mean_overlap"] == pytest.approx((1 + 0.6 + 0.6) / 3)
+    assert [o["option"] for o in out["options"] if o["index"]] == ["SP500"]
