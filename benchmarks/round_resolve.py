@@ -103,6 +103,13 @@ def fill_round(benchmark, round_, n_subs: int, n_ids: int, signal: np.ndarray, r
     print()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (all its threads)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def vm_hwm_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
@@ -138,6 +145,7 @@ def main() -> None:
     try:
         wait_until_ready(worker, timeout=60)
         idle_mb = vm_hwm_mb(worker.pid)
+        cpu0 = cpu_seconds(worker.pid)
         t0 = time.perf_counter()
         version = round_truth_load(round_=round_, data=truth, filename="truth.csv", final=True)
         stored = time.perf_counter() - t0
@@ -151,12 +159,14 @@ def main() -> None:
         elapsed = time.perf_counter() - t0
         rows = LeaderboardRow.objects.filter(round=round_).count()
         peak_mb = vm_hwm_mb(worker.pid)
+        worker_cpu = cpu_seconds(worker.pid) - cpu0
     finally:
         log = stop_worker(worker)
     assert rows == args.submissions, rows
     scored = Submission.objects.filter(round=round_, status="scored").count()
     print(f"\nresolve {args.submissions:,} submissions x {args.ids:,} ids: truth_load to a complete board "
           f"{elapsed:.1f} s (truth stored in {stored:.1f} s), {rows:,} board rows, {scored:,} submissions scored")
+    print(f"  worker CPU time {worker_cpu:.1f} s (all threads; PostgreSQL's own work not included)")
     print(f"  worker peak memory (VmHWM) {peak_mb:,.0f} MB (idle worker {idle_mb:,.0f} MB)")
     for line in log.splitlines():
         if "scored for" in line:

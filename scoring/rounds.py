@@ -25,8 +25,9 @@ from __future__ import annotations
 import os
 import warnings
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import ndtri
+from threadpoolctl import threadpool_limits
 
 DEFAULT_MAX_FILTERED_RATIO = 0.2
 DEFAULT_CHUNK_SIZE = 32
@@ -378,6 +380,7 @@ class RoundMatrix:
         workers: int | None = None,
     ):
         self.values = np.ascontiguousarray(values, dtype=np.float64)  # (submissions, ids)
+        self.shape = self.values.shape
         self.ids = ids
         self.names = names
         self.chunk_size = max(1, chunk_size or DEFAULT_CHUNK_SIZE)
@@ -388,9 +391,19 @@ class RoundMatrix:
     def from_frame(cls, frame: pd.DataFrame, **options: Any) -> RoundMatrix:
         return cls(frame.to_numpy(dtype=np.float64).T, frame.index, frame.columns, **options)
 
+    @classmethod
+    def from_ranks(cls, ranks: Ranks, ids: pd.Index, names: pd.Index, **options: Any) -> RoundMatrix:
+        """A matrix known only by its ranks over one set of rows (FNC's neutralized
+        submissions): it scores families ranked over exactly those rows, nothing else."""
+        matrix = cls(np.empty((0, 0)), ids, names, **options)
+        matrix.values = None
+        matrix.shape = ranks.codes.shape
+        matrix._ranks[None if ranks.rows.all() else ranks.rows.tobytes()] = ranks
+        return matrix
+
     @property
     def n_ids(self) -> int:
-        return self.values.shape[1]
+        return self.shape[1]
 
     def chunks(self, cols: np.ndarray) -> list[np.ndarray]:
         return [cols[i : i + self.chunk_size] for i in range(0, len(cols), self.chunk_size)]
@@ -416,6 +429,8 @@ class RoundMatrix:
             rows = None
         key = None if rows is None else rows.tobytes()
         if key not in self._ranks:
+            if self.values is None:
+                raise ValueError("this matrix is known by its ranks over one set of rows only")
             m, n = self.values.shape
             codes = np.empty((m, n), dtype=np.int32)
             counts = np.empty(m, dtype=np.int64)
@@ -500,7 +515,8 @@ class _CorrFamily(_Family):
 
     table = staticmethod(power_table)
 
-    def __init__(self, metric: str, matrix: RoundMatrix, target: pd.Series, *, power_target: bool, ratio: float, what: str):
+    def __init__(self, metric: str, ids: pd.Index, target: pd.Series, *, power_target: bool, ratio: float, what: str):
+        """``ids``: the ids of the predictions (the rows of the matrix scored)."""
         self.metric = metric
         self.power_target = power_target
         self.ratio = ratio
@@ -508,9 +524,9 @@ class _CorrFamily(_Family):
         values = target.to_numpy()
         self.target_len = len(values)
         self.target_mean = _nanmean(values)
-        self.target = _aligned(target, matrix.ids)
+        self.target = _aligned(target, ids)
         self.rows = ~np.isnan(self.target)
-        self.n_predictions = matrix.n_ids
+        self.n_predictions = len(ids)
 
     def prepare(self, ids: np.ndarray, cols: np.ndarray) -> _Context:
         k = len(ids)
@@ -528,11 +544,16 @@ class _CorrFamily(_Family):
         return _Context(tc[:, None], {"stt": np.float64(tc @ tc)})
 
     def score(self, block: np.ndarray, products: np.ndarray, ctx: _Context, constant: np.ndarray) -> np.ndarray:
-        k = block.shape[1]
-        sx = block.sum(axis=1)
-        ssx = np.einsum("ij,ij->i", block, block) - sx * sx / k
+        return self.score_sums(products[:, 0], block.sum(axis=1), np.einsum("ij,ij->i", block, block),
+                               block.shape[1], ctx, constant)
+
+    @staticmethod
+    def score_sums(products: np.ndarray, sx: np.ndarray, sxx: np.ndarray, k: int, ctx: _Context,
+                   constant: np.ndarray) -> np.ndarray:
+        """Pearson from each row's sum, sum of squares and product with the centred target."""
+        ssx = sxx - sx * sx / k
         with np.errstate(invalid="ignore", divide="ignore"):
-            corr = products[:, 0] / np.sqrt(ssx * ctx.scalars["stt"])
+            corr = products / np.sqrt(ssx * ctx.scalars["stt"])
         corr[constant | (ctx.scalars["stt"] == 0)] = np.nan
         return corr
 
@@ -588,7 +609,7 @@ class _ContributionFamily(_Family):
 
 def _score_families(matrix: RoundMatrix, families: list[_Family]) -> tuple[dict[str, np.ndarray], dict[tuple[int, str], str]]:
     """Score every submission for each family, sharing ranks between families on the same rows."""
-    m = matrix.values.shape[0]
+    m = matrix.shape[0]
     results = {f.metric: np.full(m, np.nan) for f in families}
     problems: dict[tuple[int, str], str] = {}
     by_rows: dict[bytes, list[_Family]] = {}
@@ -648,32 +669,68 @@ def neutralize_block(values: np.ndarray, neutralizers: np.ndarray, proportion: f
     return out
 
 
+def _residual_basis(neutralizers: np.ndarray) -> np.ndarray:
+    """Orthonormal basis (ids, r) of what least squares on ``neutralizers`` plus an intercept
+    can fit, with numerai-tools' rank rule (lstsq, rcond=1e-6: singular values at most
+    1e-6 x the largest are dropped). ``v - basis @ (basis.T @ v)`` is then the residual
+    ``neutralize_block`` computes, for any number of vectors at the cost of two thin products."""
+    design = np.hstack([neutralizers, np.ones((len(neutralizers), 1))])
+    u, s, _ = np.linalg.svd(design, full_matrices=False)
+    return np.ascontiguousarray(u[:, s > 1e-6 * s[0]])
+
+
 # Residuals closer than this (times the largest |gaussianized rank|) are one tie:
 # least squares cannot tell them apart, so rounding noise must not order them.
 _RESIDUAL_TIE = 1e-11
 
 
-def _snap_rounding_ties(values: np.ndarray, tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row (one submission per row, contiguous), give values that differ from their
-    sorted neighbour by at most ``tolerance`` (per row) the same value (the first of their run).
+@dataclass
+class _Runs:
+    """Each row of a block sorted, with sorted neighbours closer than a tolerance made one tie."""
 
-    Also returns the tie-kept rank codes of the snapped values (``first + last`` sorted
-    position of each value's run, as ``rank_codes``), from the same sort: the runs are
-    exactly the snapped values' tie groups, so they need not be sorted again.
+    order: np.ndarray  # (rows, n) argsort of each row
+    ordered: np.ndarray  # (rows, n) the sorted values
+    sorted_codes: np.ndarray  # (rows, n) tie-kept rank code of the value at each sorted position
+    tied: np.ndarray  # the rows with a run of more than one value (the others: codes 0, 2, 4, ...)
+    boundary: np.ndarray  # (len(tied), n - 1) for those rows: sorted values j and j + 1 are in different runs
+
+    @property
+    def constant(self) -> np.ndarray:
+        """Rows that are one run (constant once snapped)."""
+        return self.sorted_codes[:, 0] == self.order.shape[1] - 1
+
+    def snapped(self, values: np.ndarray) -> np.ndarray:
+        """``values`` with each run given the value of its first (smallest) member."""
+        if not self.tied.size:
+            return values
+        n = values.shape[1]
+        starts = np.zeros((self.tied.size, n), dtype=np.int32)
+        starts[:, 1:] = np.where(self.boundary, np.arange(1, n, dtype=np.int32), 0)
+        np.maximum.accumulate(starts, axis=1, out=starts)
+        snapped = values.copy()
+        snapped[self.tied] = _scatter_rows(self.order[self.tied], _gather_rows(self.ordered[self.tied], starts),
+                                           np.float64)
+        return snapped
+
+
+def _rounding_runs(values: np.ndarray, tolerance: np.ndarray) -> _Runs:
+    """Sort each row (one submission per row, contiguous, no NaN); values that differ from
+    their sorted neighbour by at most ``tolerance`` (per row) are one run, i.e. one tie.
+
+    The sort is ``rank_codes``' 32-bit key sort; only the rows with a run longer than
+    one value (rare with continuous residuals) pay for finding where runs start.
     """
-    order = np.argsort(values, axis=1, kind="stable")
-    ordered = _gather_rows(values, order)
     rows, n = values.shape
-    boundary = np.diff(ordered, axis=1) > tolerance[:, None]
-    starts = np.zeros((rows, n), dtype=np.int32)
-    starts[:, 1:] = np.where(boundary, np.arange(1, n, dtype=np.int32), 0)
-    np.maximum.accumulate(starts, axis=1, out=starts)
-    ends = np.full((rows, n), n - 1, dtype=np.int32)
-    ends[:, :-1] = np.where(boundary, np.arange(n - 1, dtype=np.int32), n - 1)
-    ends = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1]
-    snapped = _scatter_rows(order, _gather_rows(ordered, starts), np.float64)
-    codes = _scatter_rows(order, starts + ends, np.int32)
-    return snapped, codes
+    order = _argsort_rows(values, np.zeros((rows, n), dtype=bool), np.full(rows, n))[0]
+    ordered = _gather_rows(values, order)
+    near = np.diff(ordered, axis=1) <= tolerance[:, None]
+    tied = np.flatnonzero(near.any(axis=1))
+    sorted_codes = np.broadcast_to(np.arange(0, 2 * n, 2, dtype=np.int32), (rows, n))
+    boundary = ~near[tied]
+    if tied.size:
+        sorted_codes = sorted_codes.copy()
+        sorted_codes[tied] = _tie_group_codes(boundary)
+    return _Runs(order, ordered, sorted_codes, tied, boundary)
 
 
 def _feature_neutral_corr(
@@ -683,43 +740,65 @@ def _feature_neutral_corr(
 
     A submission the features explain entirely (residual at rounding level) has no
     feature-neutral part: NaN, like a constant submission.
+
+    The neutralization is one projection for every submission (``_residual_basis``),
+    and only the residuals' order is kept: the variance normalization is a positive
+    scale, which changes no rank, and numerai corr looks at nothing but the ranks.
+    When the target covers the rows, numerai corr is taken straight from the sort: the
+    powered rank at sorted position j is a table entry, and the target is gathered in
+    sorted order, so no rank is ever written back in id order.
     """
-    m = matrix.values.shape[0]
+    m = matrix.shape[0]
     fnc = np.full(m, np.nan)
     problems: dict[tuple[int, str], str] = {}
     feature_values = features.reindex(matrix.ids).to_numpy(dtype=np.float64)
     has_features = ~np.isnan(feature_values).any(axis=1)
     ranks = matrix.ranks(has_features)
-    lstsq_cols = max(matrix.chunk_size, 512)  # one SVD of the features per 512 submissions
+    step = max(matrix.chunk_size, 256)
     for ids, cols in ranks.groups():
         row_ids = np.flatnonzero(ranks.rows) if ids is None else ids
-        design = feature_values[row_ids]
+        n = len(row_ids)
+        family = _CorrFamily("fnc", matrix.ids[row_ids], target, power_target=True, ratio=ratio, what="the target")
+        direct = family.rows.all()  # else the residuals are ranked again over the ids with a target
+        ctx = family.prepare(np.arange(n), cols) if direct else None
+        if direct and ctx.problem:
+            problems.update({(int(c), "fnc"): ctx.problem for c in cols})
+            continue
+        basis = _residual_basis(feature_values[row_ids])
 
-        def neutral_part(start: int, ids=ids, design=design) -> tuple[np.ndarray, np.ndarray]:
-            gauss = ranks.lookup(cols[start : start + lstsq_cols], gaussian_table, ids)  # (submissions, ids)
-            residual = np.ascontiguousarray(neutralize_block(gauss.T, design).T)
-            return _snap_rounding_ties(residual, _RESIDUAL_TIE * np.abs(gauss).max(axis=1))
+        def neutral_part(start: int, ids=ids, basis=basis, family=family, ctx=ctx):
+            chunk = cols[start : start + step]
+            gauss = ranks.lookup(chunk, gaussian_table, ids)  # (submissions, ids)
+            tolerance = _RESIDUAL_TIE * np.abs(gauss).max(axis=1)
+            residual = gauss - (gauss @ basis) @ basis.T
+            residual[ranks.constant[chunk]] = 0.0  # the reference blanks a constant column
+            runs = _rounding_runs(residual, tolerance)
+            if ctx is None:
+                codes, _, constant = rank_codes(np.where(family.rows, runs.snapped(residual), np.nan))
+                return codes, constant
+            table = power_table(n)
+            products = ctx.vectors[:, 0][runs.order] @ table[0 : 2 * n : 2]  # every row as if untied
+            sx = np.full(len(chunk), table[0 : 2 * n : 2].sum())
+            sxx = np.full(len(chunk), table[0 : 2 * n : 2] @ table[0 : 2 * n : 2])
+            if runs.tied.size:
+                powered = table[runs.sorted_codes[runs.tied]]
+                products[runs.tied] = np.einsum("ij,ij->i", powered, ctx.vectors[:, 0][runs.order[runs.tied]])
+                sx[runs.tied] = powered.sum(axis=1)
+                sxx[runs.tied] = np.einsum("ij,ij->i", powered, powered)
+            return family.score_sums(products, sx, sxx, n, ctx, runs.constant)
 
-        # On the thread pool: sorting and least squares release the GIL. One submission per
+        # On the thread pool: sorting, gathers and BLAS release the GIL. One submission per
         # row throughout, so every sort and gather runs over contiguous memory.
-        parts = list(matrix.map(neutral_part, list(range(0, len(cols), lstsq_cols))))
-        neutral = np.vstack([p[0] for p in parts])
-        codes = np.vstack([p[1] for p in parts])
+        parts = list(matrix.map(neutral_part, list(range(0, len(cols), step))))
+        if direct:
+            fnc[cols] = np.concatenate(parts)
+            continue
+        scored = family.rows
+        neutral = Ranks(np.vstack([p[0] for p in parts]), np.full(len(cols), int(scored.sum()), dtype=np.int64),
+                        np.concatenate([p[1] for p in parts]), scored)
         del parts
-        # constant (or fully explained) submissions: a constant row scores NaN below
-        undefined = np.isnan(neutral).any(axis=1) | (neutral == neutral[:, :1]).all(axis=1)
-        neutral[undefined] = 0.0
-        defined = ~undefined
-        neutral[defined] /= neutral[defined].std(axis=1)[:, None]  # a positive scale keeps the ranks
-        sub = RoundMatrix(neutral, matrix.ids[row_ids], matrix.names[cols], chunk_size=matrix.chunk_size, workers=matrix.workers)
-        del neutral
-        n_rows = len(row_ids)
-        codes[undefined] = n_rows - 1  # one tie group: constant
-        # The ranks over all of the sub-matrix's rows come from the snapping sort; the
-        # family re-ranks only if the target leaves some of these rows out.
-        sub._ranks[None] = Ranks(codes, np.full(len(cols), n_rows, dtype=np.int64), undefined.copy(),
-                                 np.ones(n_rows, dtype=bool))
-        family = _CorrFamily("fnc", sub, target, power_target=True, ratio=ratio, what="the target")
+        sub = RoundMatrix.from_ranks(neutral, matrix.ids[row_ids], matrix.names[cols], chunk_size=matrix.chunk_size,
+                                     workers=matrix.workers)
         scores, sub_problems = _score_families(sub, [family])
         fnc[cols] = scores["fnc"]
         problems.update({(int(cols[col]), "fnc"): problem for (col, _), problem in sub_problems.items()})
@@ -736,7 +815,9 @@ PAIRWISE_BLOCK = 1024
 _SCREEN_MARGIN = 2e-4
 
 
-def _symmetric_max_mean(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _symmetric_max_mean(unit: np.ndarray, single: np.ndarray | None = None,
+                        map_: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] = map,
+                        ) -> tuple[np.ndarray, np.ndarray]:
     """Per row of ``unit`` (unit-norm centred rows; NaN rows for constant submissions), the max
     and mean of its dot products with every other row, NaN pairs left out. Exact in float64.
 
@@ -744,44 +825,57 @@ def _symmetric_max_mean(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     The max needs them all: the correlation matrix is symmetric, so each block of rows is
     multiplied only with the rows from itself on, in float32 (twice BLAS' float64 speed),
     and the few candidates within ``_SCREEN_MARGIN`` of each row's float32 maximum are
-    recomputed in float64.
+    recomputed in float64. ``single``: ``unit`` in float32 with NaN rows as zeros, when the
+    caller has it already. ``map_`` runs the blocks (in order), e.g. on a thread pool: each
+    block is one BLAS call, so blocks in parallel need no threads inside BLAS.
     """
     m = unit.shape[0]
     live = ~np.isnan(unit).any(axis=1)
     others = live.sum() - 1
-    total = unit[live].sum(axis=0)
+    total = np.add.reduce(unit, axis=0, where=live[:, None], initial=0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = (unit @ total - np.einsum("ij,ij->i", unit, unit)) / others
     mean[~live] = np.nan
     if others < 1:
         return np.full(m, np.nan), np.full(m, np.nan)
 
-    single = np.where(live[:, None], unit, 0.0).astype(np.float32)
-    best32 = np.full(m, -np.inf, dtype=np.float32)
-    blocks = []
-    for start in range(0, m, PAIRWISE_BLOCK):
+    if single is None:
+        single = np.where(live[:, None], unit, 0.0).astype(np.float32)
+
+    def products(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         stop = min(start + PAIRWISE_BLOCK, m)
         block = single[start:stop] @ single[start:].T
         size = stop - start
         block[np.arange(size), np.arange(size)] = -np.inf  # not with itself
         block[:, ~live[start:]] = -np.inf
-        best32[start:stop] = np.maximum(best32[start:stop], block.max(axis=1))
-        if stop < m:
-            best32[stop:] = np.maximum(best32[stop:], block[:, size:].max(axis=0))
-        blocks.append((start, stop, block))
-    # Second pass: the candidates of each row, recomputed exactly.
-    best = np.full(m, -np.inf)
-    for start, stop, block in blocks:
-        size = stop - start
+        return block, block.max(axis=1), block[:, size:].max(axis=0)
+
+    starts = list(range(0, m, PAIRWISE_BLOCK))
+    best32 = np.full(m, -np.inf, dtype=np.float32)
+    blocks = []
+    for start, (block, row_max, later_max) in zip(starts, map_(products, starts)):
+        stop = start + block.shape[0]
+        best32[start:stop] = np.maximum(best32[start:stop], row_max)
+        best32[stop:] = np.maximum(best32[stop:], later_max)
+        blocks.append(block)
+    # Second pass: the candidates of each row, recomputed exactly (a constant row has none).
+    best32[~live] = np.inf
+
+    def candidates(i: int) -> tuple[np.ndarray, np.ndarray]:
+        start, block = starts[i], blocks[i]
+        stop = start + block.shape[0]
         rows, cols = np.nonzero(block >= (best32[start:stop, None] - _SCREEN_MARGIN))
-        pairs = [(rows + start, cols + start)]
-        if stop < m:  # the same products, seen from the later rows
-            later_rows, later_cols = np.nonzero(block[:, size:].T >= (best32[stop:, None] - _SCREEN_MARGIN))
-            pairs.append((later_rows + stop, later_cols + start))
-        for a, b in pairs:
-            if len(a):
-                exact = np.einsum("ij,ij->i", unit[a], unit[b])
-                np.maximum.at(best, a, exact)
+        a, b = [rows + start], [cols + start]
+        if stop < m:  # the same products, seen from the later rows (compared without transposing)
+            cols, later = np.nonzero(block[:, block.shape[0]:] >= (best32[None, stop:] - _SCREEN_MARGIN))
+            a.append(later + stop)
+            b.append(cols + start)
+        a, b = np.concatenate(a), np.concatenate(b)
+        return a, np.einsum("ij,ij->i", unit[a], unit[b])
+
+    best = np.full(m, -np.inf)
+    for a, exact in map_(candidates, range(len(blocks))):
+        np.maximum.at(best, a, exact)
     best[~live] = np.nan
     return best, mean
 
@@ -790,32 +884,46 @@ def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
     """Per submission, max and mean Pearson correlation of its gaussianized ranks with
     every other submission's, each pair over the ids both predict."""
     ranks = matrix.ranks()
-    every = np.arange(matrix.values.shape[0])
+    every = np.arange(matrix.shape[0])
+    if (ranks.counts == matrix.n_ids).all():  # every submission predicts every id
+        # Unit-norm centred gaussianized ranks, in float64 and (for the screen) float32, built
+        # chunk by chunk on the thread pool: no full-size temporaries.
+        unit = np.empty(matrix.shape)
+        single = np.empty(matrix.shape, dtype=np.float32)
+
+        def fill(chunk: np.ndarray) -> None:
+            rows = slice(int(chunk[0]), int(chunk[-1]) + 1)
+            block = ranks.lookup(chunk, gaussian_table)
+            block -= block.mean(axis=1, keepdims=True)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                block /= np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
+            constant = ranks.constant[rows]
+            block[constant] = 0.0
+            single[rows] = block
+            block[constant] = np.nan
+            unit[rows] = block
+
+        for _ in matrix.map(fill, matrix.chunks(every)):
+            pass
+        return _symmetric_max_mean(unit, single, matrix.map)
+
     gauss = np.vstack([ranks.lookup(chunk, gaussian_table) for chunk in matrix.chunks(every)])
     valid = ranks.codes >= 0
-    if valid.all():
-        centred = gauss - gauss.mean(axis=1, keepdims=True)
+    # Some submissions leave ids out: each pair over the ids both predict.
+    mask = valid.astype(np.float64)
+    squares = gauss * gauss  # gauss is 0.0 where a submission has no value
+
+    def block_corr(chunk: np.ndarray) -> np.ndarray:
+        n = mask[chunk] @ mask.T
+        sa, sb = gauss[chunk] @ mask.T, mask[chunk] @ gauss.T
+        saa, sbb = squares[chunk] @ mask.T, mask[chunk] @ squares.T
         with np.errstate(invalid="ignore", divide="ignore"):
-            unit = centred / np.sqrt(np.einsum("ij,ij->i", centred, centred))[:, None]
-        unit[ranks.constant] = np.nan
-        del centred, gauss
-        return _symmetric_max_mean(unit)
-
-    else:
-        mask = valid.astype(np.float64)
-        squares = gauss * gauss  # gauss is 0.0 where a submission has no value
-
-        def block_corr(chunk: np.ndarray) -> np.ndarray:
-            n = mask[chunk] @ mask.T
-            sa, sb = gauss[chunk] @ mask.T, mask[chunk] @ gauss.T
-            saa, sbb = squares[chunk] @ mask.T, mask[chunk] @ squares.T
-            with np.errstate(invalid="ignore", divide="ignore"):
-                cov = gauss[chunk] @ gauss.T - sa * sb / n
-                va, vb = saa - sa * sa / n, sbb - sb * sb / n
-                corr = cov / np.sqrt(va * vb)
-            # constant on the shared ids (variance lost in rounding) or fewer than 2 shared ids
-            corr[(n < 2) | (va <= 1e-12 * saa) | (vb <= 1e-12 * sbb)] = np.nan
-            return corr
+            cov = gauss[chunk] @ gauss.T - sa * sb / n
+            va, vb = saa - sa * sa / n, sbb - sb * sb / n
+            corr = cov / np.sqrt(va * vb)
+        # constant on the shared ids (variance lost in rounding) or fewer than 2 shared ids
+        corr[(n < 2) | (va <= 1e-12 * saa) | (vb <= 1e-12 * sbb)] = np.nan
+        return corr
 
     def work(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         corr = block_corr(chunk)
@@ -943,33 +1051,43 @@ def score_signals_round(
             return stake_weighted_mean(matrix, stakes_, what.replace("meta model", "stakes"))
         return None
 
-    mm = meta(meta_model, stakes, "the meta model") if {"mmc", "cwmm"} & set(wanted) else None
-    bmm = meta(benchmark_meta_model, benchmark_stakes, "the benchmark meta model") if "bmc" in wanted else None
+    with _blas_threads(matrix):
+        mm = meta(meta_model, stakes, "the meta model") if {"mmc", "cwmm"} & set(wanted) else None
+        bmm = meta(benchmark_meta_model, benchmark_stakes, "the benchmark meta model") if "bmc" in wanted else None
 
-    ratio = max_filtered_ratio
-    families: list[_Family] = []
-    if "corr" in wanted:
-        families.append(_CorrFamily("corr", matrix, target_s, power_target=True, ratio=ratio, what="the target"))
-    if "mmc" in wanted:
-        families.append(_ContributionFamily("mmc", matrix, mm, target_s, ratio=ratio, what="the meta model"))
-    if "bmc" in wanted:
-        families.append(_ContributionFamily("bmc", matrix, bmm, target_s, ratio=ratio, what="the benchmark meta model"))
-    if "cwmm" in wanted:
-        families.append(_CorrFamily("cwmm", matrix, mm, power_target=False, ratio=ratio, what="the meta model"))
-    results, problems = _score_families(matrix, families)
+        ratio = max_filtered_ratio
+        families: list[_Family] = []
+        if "corr" in wanted:
+            families.append(_CorrFamily("corr", matrix.ids, target_s, power_target=True, ratio=ratio, what="the target"))
+        if "mmc" in wanted:
+            families.append(_ContributionFamily("mmc", matrix, mm, target_s, ratio=ratio, what="the meta model"))
+        if "bmc" in wanted:
+            families.append(_ContributionFamily("bmc", matrix, bmm, target_s, ratio=ratio, what="the benchmark meta model"))
+        if "cwmm" in wanted:
+            families.append(_CorrFamily("cwmm", matrix.ids, mm, power_target=False, ratio=ratio, what="the meta model"))
+        results, problems = _score_families(matrix, families)
 
-    if "fnc" in wanted:
-        results["fnc"], fnc_problems = _feature_neutral_corr(matrix, _features(features), fnc_target_s, ratio)
-        problems.update(fnc_problems)
-    if {"mcwnm", "apcwnm"} & set(wanted):
-        if frame.shape[1] > 1:
-            results["mcwnm"], results["apcwnm"] = _pairwise_corr_stats(matrix)
-        else:
-            results["mcwnm"] = results["apcwnm"] = np.full(1, np.nan)
+        if "fnc" in wanted:
+            results["fnc"], fnc_problems = _feature_neutral_corr(matrix, _features(features), fnc_target_s, ratio)
+            problems.update(fnc_problems)
+        if {"mcwnm", "apcwnm"} & set(wanted):
+            if frame.shape[1] > 1:
+                results["mcwnm"], results["apcwnm"] = _pairwise_corr_stats(matrix)
+            else:
+                results["mcwnm"] = results["apcwnm"] = np.full(1, np.nan)
 
     scores = pd.DataFrame({name: results[name] for name in wanted}, index=frame.columns)
     named = {(frame.columns[col], metric): why for (col, metric), why in sorted(problems.items(), key=lambda p: (p[0][0], p[0][1]))}
     return RoundScores(scores, named)
+
+
+def _blas_threads(matrix: RoundMatrix) -> AbstractContextManager:
+    """One BLAS thread per call while the matrix' thread pool runs the work: the pool is the
+    parallelism, and BLAS threads inside pool threads would only contend for the same cores
+    (on a busy 2-core machine they spun: 11 s of CPU for MCWNM's products against 8 s).
+    A matrix of one chunk runs on the calling thread alone and keeps BLAS' threads."""
+    pooled = matrix.workers > 1 and matrix.shape[0] > matrix.chunk_size
+    return threadpool_limits(limits=1, user_api="blas") if pooled else nullcontext()
 
 
 def _features(features: Any) -> pd.DataFrame:

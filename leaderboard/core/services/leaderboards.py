@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.core.boardcache import boards_changed
+from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.models import Entrant, LeaderboardRow, Round, Score, StandingRow, Submission
 
 
@@ -162,7 +163,7 @@ def round_board_write(round_: Round, entries: Iterable[BoardEntry], *, ranking: 
             order_at=e.received_at, updated_at=now,
         ))
     LeaderboardRow.objects.filter(round=round_, split=split).delete()
-    LeaderboardRow.objects.bulk_create(rows, batch_size=2000)
+    bulk_insert(LeaderboardRow, rows)
     boards_changed(round_.benchmark_id)
     return len(rows)
 
@@ -201,7 +202,7 @@ def standings_write(benchmark, entries: Iterable[StandingEntry], *, higher_is_be
                 setattr(row, k, v)
             row.updated_at = now
             update.append(row)
-    StandingRow.objects.bulk_create(create, batch_size=2000)
+    bulk_insert(StandingRow, create)
     StandingRow.objects.bulk_update(update, ["score", "metrics", "rounds", "order_missing", "order_value",
                                              "order_at", "updated_at"], batch_size=2000)
     if existing:

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from scoring.errors import RowError, ValidationFailed
 
+from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.inputs import BadInput, json_strings_check, text_check, text_problem
 from leaderboard.core.models import (
     Benchmark,
@@ -402,8 +403,8 @@ def submissions_set_status_bulk(ids: list[int], status: str, reason: str, **fiel
         chunk = ids[start:start + 2000]
         updated += Submission.objects.filter(pk__in=chunk).update(
             status=status, status_reason=reason, status_changed_at=now, **extra, **fields)
-        SubmissionEvent.objects.bulk_create(
-            [SubmissionEvent(submission_id=pk, status=status, reason=reason, at=now) for pk in chunk])
+        bulk_insert(SubmissionEvent, (SubmissionEvent(submission_id=pk, status=status, reason=reason, at=now)
+                                      for pk in chunk))
     return updated
 
 
