@@ -71,6 +71,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/hostile_uploads.py
 	$(PY) benchmarks/deid_recall.py
 	$(PY) benchmarks/latency.py
+	$(PY) benchmarks/latency.py --uploads 20
 
 clean-data:
 	rm -rf data/

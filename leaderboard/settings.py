@@ -46,7 +46,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every answer, a 500 included, carries X-Request-ID, and every log line the id.
     "leaderboard.core.middleware.RequestIdMiddleware",
+    # Every /api/ answer is JSON, a 404 for a path no route matches and a 405 included.
+    "leaderboard.core.middleware.ApiJsonErrorsMiddleware",
     "leaderboard.core.middleware.RejectControlCharactersMiddleware",
+    "leaderboard.core.middleware.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -132,6 +135,10 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                           "LOCATION": DATA_DIR / "cache"}}
 
+# Cached board reads (leaderboard/core/boardcache.py) are dropped when a board changes; this is only
+# the backstop for changes made outside the services; 0 turns the board cache off.
+BOARD_CACHE_SECONDS = envint("BOARD_CACHE_SECONDS", 300)
+
 # How many reverse proxies of ours stand in front of the web server. 0: the
 # client's address is the connection's (REMOTE_ADDR) and X-Forwarded-For is
 # ignored. N: the address N entries from the right of X-Forwarded-For, the one
@@ -144,7 +151,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "leaderboard.core.api.schema.ApiAutoSchema",
     "DEFAULT_PARSER_CLASSES": [
         "leaderboard.core.api.parsers.CheckedJSONParser",
         "rest_framework.parsers.FormParser",
@@ -283,3 +290,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False
 SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
+# Scripts, styles, images and fonts from this site only; no inline script or style, no framing.
+# The pages and the API docs are built to need nothing more (tests/browser/test_csp.py).
+CONTENT_SECURITY_POLICY = envstr("CONTENT_SECURITY_POLICY", (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"))

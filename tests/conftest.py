@@ -103,6 +103,12 @@ def _test_settings(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def _api_answers_checked_against_the_schema(settings):
+    """Every /api/ answer a test receives must be one the OpenAPI schema declares (tests/support/openapi.py)."""
+    settings.MIDDLEWARE = ["tests.support.openapi.SchemaCheckedResponses", *settings.MIDDLEWARE]
+
+
+@pytest.fixture(autouse=True)
 def _celery_eager(request):
     """Tasks run inline unless a test talks to a real worker (marked ``worker``)."""
     from leaderboard.celery import app
@@ -116,13 +122,14 @@ def _celery_eager(request):
 
 @pytest.fixture(autouse=True)
 def _fresh_throttles():
-    """Abuse throttles count across requests; each test starts with none used."""
+    """Abuse throttles count across requests; each test starts with none used, and with no cached board."""
     from django.core.cache import cache
 
     client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
     if client_of is not None:  # Redis: delete throttle keys only, never the broker's
         client = client_of(None, write=True)
-        for key in client.scan_iter(match="*throttle_*"):
-            client.delete(key)
+        for pattern in ("*throttle_*", "*boards:*"):  # and cached boards (leaderboard/core/boardcache.py)
+            for key in client.scan_iter(match=pattern):
+                client.delete(key)
     else:
         cache.clear()

@@ -38,6 +38,46 @@ def _is_api(request) -> bool:
     return request.path.startswith("/api/")
 
 
+def api_error(message: str, status: int, *, column: str | None = None) -> JsonResponse:
+    """The API's one error body (``ErrorsSerializer``) for answers made outside DRF."""
+    return JsonResponse({"detail": message, "errors": [{"row": None, "column": column, "message": message}]},
+                        status=status)
+
+
+# Headers of a refusal that the JSON answer replacing it keeps.
+_KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate", "Vary", "Location")
+
+
+class ApiJsonErrorsMiddleware:
+    """Under ``/api/``, an error answer that is not JSON becomes the API's JSON error body.
+
+    DRF already answers its own refusals in JSON; what is left is Django's:
+    a path that no route matches (404, HTML with DEBUG on or off), a method a
+    plain Django view refuses (405), CSRF and host refusals. The status and the
+    headers that matter (``Allow``, ``Retry-After``) are kept.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (response.status_code < 400 or not _is_api(request)
+                or response.get("Content-Type", "").startswith("application/json")):
+            return response
+        if response.status_code == 404:
+            message = f"no such API address: {request.path} (the API's addresses are listed at /api/schema/)"
+        elif response.status_code == 405:
+            message = f"method {request.method} is not allowed here; allowed: {response.get('Allow', 'none')}"
+        else:
+            message = response.reason_phrase or "error"
+        replacement = api_error(message, response.status_code)
+        for header in _KEPT_HEADERS:
+            if header in response:
+                replacement[header] = response[header]
+        return replacement
+
+
 class RejectControlCharactersMiddleware:
     """A URL path with a control character is no page of ours: 404. One in a query parameter: 400.
 
@@ -52,8 +92,7 @@ class RejectControlCharactersMiddleware:
         if text_problem(request.path, allow_newlines=False):
             message = "no such page: the address contains a control character"
             if _is_api(request):
-                return JsonResponse({"detail": message, "errors": [{"row": None, "column": None, "message": message}]},
-                                    status=404)
+                return api_error(message, 404)
             return HttpResponseNotFound(message, content_type="text/plain; charset=utf-8")
         for key, values in request.GET.lists():
             for value in [key, *values]:
@@ -62,8 +101,27 @@ class RejectControlCharactersMiddleware:
                     name = key if not text_problem(key, allow_newlines=False) else repr(key[:40])
                     message = f"query parameter {name} {problem}"
                     if _is_api(request):
-                        return JsonResponse({"detail": message,
-                                             "errors": [{"row": None, "column": name, "message": message}]},
-                                            status=400)
+                        return api_error(message, 400, column=name)
                     return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
+
+
+class ContentSecurityPolicyMiddleware:
+    """``Content-Security-Policy`` (settings ``CONTENT_SECURITY_POLICY``) on every answer that has none.
+
+    The pages load scripts and styles from ``/static/`` only, with no inline
+    script, style element or style attribute, so the default policy allows
+    nothing else; a page that needs an exception must not get one here.
+    """
+
+    def __init__(self, get_response):
+        from django.conf import settings
+
+        self.policy = settings.CONTENT_SECURITY_POLICY
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if self.policy and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = self.policy
+        return response

@@ -99,7 +99,7 @@ def board_paging(params: Mapping[str, str], *, strict: bool = True) -> tuple[int
     out = []
     for name, default, high in (("page", 1, None), ("page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)):
         raw = params.get(name)
-        if raw in (None, ""):
+        if raw is None or (raw == "" and not strict):
             out.append(default)
             continue
         try:

@@ -14,10 +14,12 @@ from django.template.loader import render_to_string
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils.decorators import method_decorator
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import presentation, selectors
+from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
@@ -66,18 +68,32 @@ def benchmark_detail(request, slug):
     if split not in ("public", "private") or (split == "private" and not selectors.private_visible(b, request.user)):
         split = "public"
     page_number, page_size = selectors.board_paging(request.GET, strict=False)
-    round_ = selectors.leaderboard_round(b)
-    board = selectors.leaderboard_page(b, split=split, viewer=request.user, round_=round_, page=page_number,
-                                       page_size=page_size)
+    # The round and whether it has a training set change only through services that drop the cache
+    # (a status change, a reloaded bundle); whether it still takes uploads is decided per request.
+    round_ = cached_read(b.pk, ("leaderboard-round",), lambda: selectors.leaderboard_round(b))
+    has_training = round_ is not None and cached_read(
+        b.pk, ("has-training", round_.pk), lambda: round_.cases.filter(split="dev").exists())
     kind = b.kind_impl
+    # The board and its table are the same for every viewer allowed this split (the split was checked
+    # above), but for the rows the viewer owns, which are part of the table's key.
+    where = (round_.pk if round_ else None, split, page_number, page_size)
+    fetch = _once(lambda: selectors.leaderboard_page(b, split=split, viewer=request.user, round_=round_,
+                                                     page=page_number, page_size=page_size))
+    board = _board_summary(b, ("board", *where), fetch)
+    columns = presentation.metric_columns(kind, b.config)
+    board_html = mark_safe(cached_read(b.pk, ("board-html", *where, _ranks_owned(board, request.user)),
+                                       lambda: render_to_string("core/leaderboard_table.html", {
+                                           "rows": fetch().rows, "columns": columns, "user": request.user,
+                                           "intervals": kind.metric_intervals,
+                                           "cells": presentation.board_cells(fetch().rows, columns,
+                                                                             kind.metric_intervals),
+                                           "notes": presentation.leaderboard_notes(kind, b.config)})))
     return render(request, "core/benchmark_detail.html", {
         "benchmark": b,
         "kind": kind,
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
-        "rows": board.rows,
-        "cells": presentation.board_cells(board.rows, presentation.metric_columns(kind, b.config),
-                                          kind.metric_intervals),
+        "board_html": board_html,
         "board": board,
         "find_me": selectors.leaderboard_find(b, split=split, viewer=request.user, round_=round_,
                                               page_size=page_size),
@@ -88,11 +104,41 @@ def benchmark_detail(request, slug):
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),
         "round": round_,
-        "closed_message": submissions_refusal(b),
-        "has_training": round_ is not None and round_.cases.filter(split="dev").exists(),
+        "closed_message": submissions_refusal(b, round_),  # static kinds: the leaderboard round is the one
+        "has_training": has_training,
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
         "resets_at": next_reset(),
     })
+
+
+def _once(fetch):
+    """``fetch`` run at most once (a board page read for both a summary and a table that missed)."""
+    done = []
+
+    def run():
+        if not done:
+            done.append(fetch())
+        return done[0]
+
+    return run
+
+
+def _board_summary(b: Benchmark, parts: tuple, fetch) -> selectors.BoardPage:
+    """The page's pager (count, page) and who owns each row, from the cache; ``rows`` hold
+    ``(rank, owner_id)`` only: the table itself is cached already rendered."""
+    def build():
+        page = fetch()
+        return page.count, page.page, page.page_size, [(r.rank, r.entrant.owner_id) for r in page.rows]
+
+    count, page, page_size, owners = cached_read(b.pk, parts, build)
+    return selectors.BoardPage(rows=owners, count=count, page=page, page_size=page_size)
+
+
+def _ranks_owned(board: selectors.BoardPage, viewer) -> tuple[int, ...]:
+    """The ranks on this page of the viewer's own entrants (marked in the table)."""
+    if not viewer.is_authenticated:
+        return ()
+    return tuple(rank for rank, owner_id in board.rows if owner_id == viewer.pk)
 
 
 def round_benchmark_detail(request, b: Benchmark):
@@ -101,15 +147,24 @@ def round_benchmark_detail(request, b: Benchmark):
     track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else (
         kind.tracks[0] if kind.tracks else "")
     page_number, page_size = selectors.board_paging(request.GET, strict=False)
-    board = selectors.standings_page(b, track=track, page=page_number, page_size=page_size)
+    where = (track, page_number, page_size)
+    fetch = _once(lambda: selectors.standings_page(b, track=track, page=page_number, page_size=page_size))
+    board = _board_summary(b, ("standings", *where), fetch)
     columns = list(kind.standings_metrics(b.config))
+    board_html = mark_safe(cached_read(b.pk, ("standings-html", *where, _ranks_owned(board, request.user)),
+                                       lambda: render_to_string("core/round_board_table.html", {
+                                           "rows": presentation.board_cells(fetch().rows, columns),
+                                           "columns": columns, "standings": True, "user": request.user,
+                                           "unranked": kind.has_comparison_sets,
+                                           "empty": "No round is resolved yet: the standings appear once the "
+                                                    "first final truth is scored."})))
     rounds = selectors.rounds_of(b)
     open_ids = set(selectors.rounds_open(b).values_list("pk", flat=True))
     return render(request, "core/round_benchmark_detail.html", {
         "benchmark": b, "kind": kind, "track": track,
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
-        "board": board, "rows": presentation.board_cells(board.rows, columns), "columns": columns,
+        "board": board, "board_html": board_html, "columns": columns,
         "find_me": selectors.standings_find(b, request.user, track=track, page_size=page_size),
         "note": kind.leaderboard_note(b.config),
         "rounds": rounds, "open_rounds": [r for r in rounds if r.pk in open_ids],

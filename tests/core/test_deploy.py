@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -199,3 +200,32 @@ def test_deploy_compose_web_healthcheck_passes_against_the_production_settings()
         log = stop_worker(proc)
     assert plain.returncode != 0  # a bare request is redirected to HTTPS / refused for its Host
     assert check.returncode == 0, check.stderr + log[-2000:]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deploy_production_environment_sends_https_only_headers_and_the_csp(tmp_path):
+    """Behind the proxy (X-Forwarded-Proto), with the documented environment: plain HTTP is redirected,
+    HTTPS answers carry HSTS and the Content-Security-Policy, and cookies are Secure."""
+    env = {k: v for k, v in PRODUCTION_ENV.items()} | {"ALLOWED_HOSTS": "leaderboard.example.org,127.0.0.1"}
+    proc, base = start_gunicorn(workers=1, threads=2, env_overrides=env,
+                                ready_headers={"X-Forwarded-Proto": "https"})
+    try:
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        opener = urllib.request.build_opener(NoRedirect)
+        with pytest.raises(urllib.error.HTTPError) as err:
+            opener.open(urllib.request.Request(base + "/accounts/login/"), timeout=10)
+        assert err.value.code == 301 and err.value.headers["Location"].startswith("https://")
+
+        req = urllib.request.Request(base + "/accounts/login/", headers={"X-Forwarded-Proto": "https"})
+        with opener.open(req, timeout=10) as resp:
+            headers = resp.headers
+        assert headers["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains; preload"
+        assert "script-src 'self'" in headers["Content-Security-Policy"]
+        assert "unsafe-inline" not in headers["Content-Security-Policy"]
+        cookies = headers.get_all("Set-Cookie")
+        assert cookies and all("Secure" in c for c in cookies), cookies
+    finally:
+        stop_worker(proc)

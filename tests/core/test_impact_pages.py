@@ -130,11 +130,13 @@ def test_impact_submission_page_shows_the_matrix_with_totals(client, impact, use
     assert [Page.text(td) for td in Page.within(rows[2], "td") if "total" in td["attrs"]["class"]] == ["1"]
     assert [Page.text(td) for td in Page.within(rows[3], "td") if "total" in td["attrs"]["class"]] == ["3"]
     assert [Page.text(td) for td in Page.within(rows[4], "td")] == ["2", "1", "4", "7"]
-    # The deepest shade goes to the largest count, and shades scale with the count.
-    shade = {k: float(re.search(r"--shade: ([\d.]+)", td["attrs"]["style"]).group(1)) for k, td in cells.items()}
-    assert shade[("positive", "positive")] == 1.0
-    assert shade[("negative", "negative")] == pytest.approx(2 / 3, abs=1e-3)
-    assert shade[("neutral", "neutral")] == 0.0
+    # The deepest shade goes to the largest count, and shades scale with the count (in tenths: a class
+    # shade-N, as the Content-Security-Policy allows no inline style).
+    shade = {k: int(re.search(r"\bshade-(\d+)\b", td["attrs"]["class"]).group(1)) for k, td in cells.items()}
+    assert shade[("positive", "positive")] == 10
+    assert shade[("negative", "negative")] == round(10 * 2 / 3)
+    assert shade[("neutral", "neutral")] == 0
+    assert all("style" not in td["attrs"] for td in cells.values())
     html = client.get(f"/submissions/{sub.pk}/").content.decode()
     assert "5 of 7 (71.4%) in the right direction" in html
 

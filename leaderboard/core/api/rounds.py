@@ -15,7 +15,16 @@ from scoring.errors import RowError
 from leaderboard.core import selectors
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
-from leaderboard.core.api.views import PAGING_PARAMETERS, _benchmark, board_answer, csv_response, paging_or_error
+from leaderboard.core.api.views import (
+    FORMAT_PARAMETER,
+    PAGING_PARAMETERS,
+    _benchmark,
+    board_data,
+    cached_board_answer,
+    csv_response,
+    paging_or_error,
+    wants_csv,
+)
 from leaderboard.core.models import Round
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
 from leaderboard.core.services.submissions import SubmissionRejected
@@ -199,22 +208,26 @@ class RoundLeaderboard(APIView):
         paging, error = paging_or_error(request)
         if error:
             return error
-        page = selectors.round_board_page(r, page=paging[0], page_size=paging[1])
-        return board_answer(request, page, round_board_rows(page), round=r.number,
-                            ranking_metric=r.benchmark.kind_impl.ranking_metric_for(r.benchmark.config))
+
+        def board():
+            page = selectors.round_board_page(r, page=paging[0], page_size=paging[1])
+            return board_data(request, page, round_board_rows(page), round=r.number,
+                              ranking_metric=r.benchmark.kind_impl.ranking_metric_for(r.benchmark.config))
+
+        return cached_board_answer(request, r.benchmark, board)
 
 
 class RoundHistory(APIView):
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(parameters=[OpenApiParameter("entrant", str, many=True, description="only these entrants"),
-                               OpenApiParameter("format", str, enum=["json", "csv"])],
-                   responses=s.HistorySerializer, summary="Every entrant's scores per truth version")
+                               FORMAT_PARAMETER],
+                   responses={(200, "application/json"): s.HistorySerializer, (200, "text/csv"): bytes}, summary="Every entrant's scores per truth version")
     def get(self, request, slug, n):
         r = _round(request, slug, n)
         names = request.query_params.getlist("entrant") or None
         history = selectors.round_history(r, entrant_names=names)
-        if request.query_params.get("format") == "csv":
+        if wants_csv(request):
             rows = [{"entrant": e["entrant"], "version": p["version"], "as_of": p["as_of"], "interim": p["interim"],
                      **p["metrics"]} for e in history for p in e["points"]]
             return csv_response(rows, f"{r.benchmark.slug}-round-{r.number}-history.csv")

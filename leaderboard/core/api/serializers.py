@@ -75,10 +75,35 @@ class LeaderboardSerializer(serializers.Serializer):
     rows = LeaderboardRowSerializer(many=True)
 
 
-class SubmissionCreateSerializer(serializers.Serializer):
-    file = serializers.FileField(required=False, help_text="The submission file (multipart).")
-    predictions = serializers.ListField(child=serializers.DictField(), required=False,
-                                        help_text="Instead of a file: the predictions as JSON.")
+class StandingsRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    entrant = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+    metrics = serializers.DictField()
+    rounds = serializers.IntegerField(help_text="resolved rounds the entrant took part in (within the window)")
+    updated_at = serializers.DateTimeField()
+
+
+class StandingsSerializer(serializers.Serializer):
+    """A round benchmark's leaderboard: the standings across its resolved rounds."""
+
+    benchmark = serializers.CharField()
+    track = serializers.CharField()
+    ranking_metric = serializers.CharField()
+    count = serializers.IntegerField(help_text="rows on the whole board")
+    next = serializers.URLField(allow_null=True, help_text="the next page, or null on the last")
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    rows = StandingsRowSerializer(many=True)
+
+
+class PagingQuerySerializer(serializers.Serializer):
+    page = serializers.IntegerField(min_value=1, required=False, help_text="page number, from 1")
+    page_size = serializers.IntegerField(min_value=1, max_value=1000, required=False,
+                                         help_text="rows per page, 1 to 1,000 (default 100)")
+
+
+class _SubmissionTargetSerializer(serializers.Serializer):
     entrant = serializers.CharField(required=False, help_text="Name or id of one of your entrants.")
     round = serializers.IntegerField(required=False, help_text="Round benchmarks: the open round to submit to "
                                                                "(needed only when several are open).")
@@ -87,6 +112,24 @@ class SubmissionCreateSerializer(serializers.Serializer):
     confidence = serializers.FloatField(required=False, min_value=0, max_value=1, help_text="portfolio: 0 to 1")
     rationale = serializers.CharField(required=False, help_text="portfolio: plain text, length capped")
     repeat = serializers.BooleanField(required=False, help_text="portfolio: a consistency run, never counted")
+
+
+class SubmissionFileSerializer(_SubmissionTargetSerializer):
+    file = serializers.FileField(help_text="The submission file, in the benchmark's format (its `format`).")
+
+
+class SubmissionJsonSerializer(_SubmissionTargetSerializer):
+    predictions = serializers.ListField(child=serializers.DictField(), min_length=1,
+                                        help_text="The predictions as JSON rows, in the benchmark's format.")
+
+
+class VerifyFileSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="A submission file; only its dev cases are scored.")
+
+
+class VerifyJsonSerializer(serializers.Serializer):
+    predictions = serializers.ListField(child=serializers.DictField(), min_length=1,
+                                        help_text="Prediction rows; only the dev cases are scored.")
 
 
 class SubmissionAcceptedSerializer(serializers.Serializer):
@@ -203,6 +246,8 @@ class RoundBoardSerializer(serializers.Serializer):
     ranking_metric = serializers.CharField()
     count = serializers.IntegerField()
     next = serializers.URLField(allow_null=True)
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
     rows = RoundBoardRowSerializer(many=True)
 
 
@@ -219,6 +264,7 @@ class HistoryEntrantSerializer(serializers.Serializer):
 
 
 class HistorySerializer(serializers.Serializer):
+    round = serializers.IntegerField()
     entrants = HistoryEntrantSerializer(many=True)
 
 

@@ -1,11 +1,14 @@
 """API views: one per action, each calling the same services and selectors as the pages."""
 from __future__ import annotations
 
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
@@ -16,6 +19,7 @@ from leaderboard.core import selectors
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.parsers import CheckedJSONParser
+from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.models import Benchmark, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
@@ -117,22 +121,50 @@ class BenchmarkDetail(APIView):
         return Response(data)
 
 
-PAGING_PARAMETERS = [
-    OpenApiParameter("page", int, description="page number, from 1"),
-    OpenApiParameter("page_size", int, description="rows per page, 1 to 1,000 (default 100)"),
-]
+PAGING_PARAMETERS = [s.PagingQuerySerializer]
+
+FORMAT_PARAMETER = OpenApiParameter("format", str, enum=["json", "csv"], description="json (default) or csv")
+# A list of rows as JSON, or the same rows as CSV with ?format=csv.
+ROWS_OR_CSV = {(200, "application/json"): {"type": "array", "items": {"type": "object"}}, (200, "text/csv"): bytes}
 
 
-def board_answer(request, page: selectors.BoardPage, rows: list[dict], **extra) -> Response:
+def wants_csv(request) -> bool:
+    """``?format=csv``; absent or ``json`` is JSON; anything else is a 400 naming the parameter."""
+    value = request.query_params.get("format")
+    if value not in (None, "json", "csv"):
+        raise ValidationError({"format": "format must be 'json' or 'csv'"})
+    return value == "csv"
+
+
+# The query parameters a board's ``next`` link carries over (others do not change the answer).
+BOARD_PARAMETERS = ("split", "track")
+
+
+def board_data(request, page: selectors.BoardPage, rows: list[dict], **extra) -> dict:
     """Every board answers alike: its ``rows`` for the page, ``count`` (all rows) and ``next`` (a URL or null)."""
     next_url = None
     if page.next_page is not None:
-        query = request.query_params.copy()
+        query = QueryDict(mutable=True)
+        for name in BOARD_PARAMETERS:
+            if name in request.query_params:
+                query[name] = request.query_params[name]
         query["page"] = str(page.next_page)
         query["page_size"] = str(page.page_size)
         next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
-    return Response({**extra, "count": page.count, "next": next_url, "page": page.page,
-                     "page_size": page.page_size, "rows": rows})
+    return {**extra, "count": page.count, "next": next_url, "page": page.page, "page_size": page.page_size,
+            "rows": rows}
+
+
+def cached_board_answer(request, benchmark: Benchmark, build) -> HttpResponse:
+    """A public board's JSON from the cache (``leaderboard/core/boardcache.py``), built by ``build()`` on a miss.
+
+    Keyed by the board's own parameters and the address it is asked at (``next`` is an absolute URL);
+    call it only once the viewer may see the board.
+    """
+    parts = ("api-board", request.build_absolute_uri(request.path),
+             *(request.query_params.get(name) for name in (*BOARD_PARAMETERS, "page", "page_size")))
+    body = cached_read(benchmark.pk, parts, lambda: JSONRenderer().render(build()))
+    return HttpResponse(body, content_type="application/json")
 
 
 def paging_or_error(request):
@@ -152,7 +184,10 @@ class Leaderboard(APIView):
                     OpenApiParameter("track", str, description="round benchmarks with tracks (portfolio: weekly, "
                                                                "monthly); default: the first track"),
                     *PAGING_PARAMETERS],
-        responses={200: s.LeaderboardSerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
+        responses={200: PolymorphicProxySerializer("LeaderboardOrStandings",
+                                                   [s.LeaderboardSerializer, s.StandingsSerializer],
+                                                   resource_type_field_name=None),
+                   400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
         summary="Ranked leaderboard rows (standings across resolved rounds for round benchmarks)",
     )
     def get(self, request, slug):
@@ -161,27 +196,37 @@ class Leaderboard(APIView):
         if error:
             return error
         kind = b.kind_impl
+        split = request.query_params.get("split")
+        if split not in (None, "public", "private"):
+            return error_response([RowError("split must be 'public' or 'private'", column="split")], 400)
         if kind.is_round_kind:  # standings across resolved rounds
             track = request.query_params.get("track", "") or (kind.tracks[0] if kind.tracks else "")
             if track and track not in kind.tracks:
                 return error_response([RowError(f"unknown track {track!r}", column="track")], 400)
-            page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])
-            return board_answer(request, page, [
-                {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-                 "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows],
-                benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
-        split = request.query_params.get("split") or selectors.default_split(b)
-        if split not in ("public", "private"):
-            return error_response([RowError("split must be 'public' or 'private'", column="split")], 400)
+
+            def standings():
+                page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])
+                return board_data(request, page, [
+                    {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+                     "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows],
+                    benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
+
+            return cached_board_answer(request, b, standings)
+        split = split or selectors.default_split(b)
         if split == "private" and not selectors.private_visible(b, request.user):
             return error_response([RowError("the private leaderboard is not revealed yet", column="split")], 403)
-        page = selectors.leaderboard_page(b, split=split, viewer=request.user, page=paging[0], page_size=paging[1])
-        return board_answer(request, page, [
-            {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-             "submissions": r.submissions_count, "submission_id": r.submission_id,
-             "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
-             "updated_at": r.updated_at} for r in page.rows],
-            benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
+
+        def board():
+            page = selectors.leaderboard_page(b, split=split, viewer=request.user, page=paging[0],
+                                              page_size=paging[1])
+            return board_data(request, page, [
+                {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+                 "submissions": r.submissions_count, "submission_id": r.submission_id,
+                 "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
+                 "updated_at": r.updated_at} for r in page.rows],
+                benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
+
+        return cached_board_answer(request, b, board)
 
 
 IDEMPOTENCY_KEY_PARAMETERS = [
@@ -214,7 +259,7 @@ class SubmissionCreateOrList(APIView):
         return Response([submission_dict(request, sub) for sub in subs])
 
     @extend_schema(
-        request={"multipart/form-data": s.SubmissionCreateSerializer, "application/json": s.SubmissionCreateSerializer},
+        request={"multipart/form-data": s.SubmissionFileSerializer, "application/json": s.SubmissionJsonSerializer},
         parameters=IDEMPOTENCY_KEY_PARAMETERS,
         responses={202: s.SubmissionAcceptedSerializer, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer,
                    413: s.ErrorsSerializer, 429: OpenApiResponse(s.ErrorsSerializer, description="daily limit reached; see Retry-After")},
@@ -271,8 +316,8 @@ class SubmissionCases(APIView):
     permission_classes = [permissions.IsAuthenticated]
 
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
-        responses={200: {"type": "array", "items": {"type": "object"}}},
+        parameters=[FORMAT_PARAMETER],
+        responses=ROWS_OR_CSV | {409: s.ErrorsSerializer},
         summary="Per-case debug rows the owner may see",
     )
     def get(self, request, pk):
@@ -283,7 +328,7 @@ class SubmissionCases(APIView):
                 return error_response([RowError("per-id results are shown once the round is resolved")], 409)
         else:
             rows = selectors.submission_case_rows(sub, viewer=request.user)
-        if request.query_params.get("format") == "csv":
+        if wants_csv(request):
             return csv_response(rows, f"submission-{sub.pk}-cases.csv")
         return Response(rows)
 
@@ -312,8 +357,7 @@ class Verify(APIView):
     throttle_scope = "verify"
 
     @extend_schema(
-        request={"application/json": s.SubmissionCreateSerializer,
-                 "multipart/form-data": s.SubmissionCreateSerializer},
+        request={"application/json": s.VerifyJsonSerializer, "multipart/form-data": s.VerifyFileSerializer},
         responses={200: s.VerifySerializer, 400: s.ErrorsSerializer, 403: s.ErrorsSerializer,
                    409: s.ErrorsSerializer},
         summary="Score predictions of the dev cases without saving them (kind impact)",
@@ -331,8 +375,8 @@ class BenchmarkCases(APIView):
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
-        responses={200: {"type": "array", "items": {"type": "object"}}},
+        parameters=[FORMAT_PARAMETER],
+        responses=ROWS_OR_CSV,
         summary="The cases of the current round: id, split (dev, or test while a ranked case's truth is "
                 "hidden) and the public inputs; never truth",
     )
@@ -340,7 +384,7 @@ class BenchmarkCases(APIView):
         b = _benchmark(request, slug)
         rows = [{"case_id": c["external_id"], "split": c["split"], **c["public"]}
                 for c in selectors.round_cases(b, selectors.leaderboard_round(b), viewer=request.user)]
-        if request.query_params.get("format") == "csv":
+        if wants_csv(request):
             return csv_response(rows, f"{b.slug}-cases.csv")
         return Response(rows)
 
@@ -349,13 +393,13 @@ class BenchmarkTraining(APIView):
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=["json", "csv"])],
-        responses={200: {"type": "array", "items": {"type": "object"}}},
+        parameters=[FORMAT_PARAMETER],
+        responses=ROWS_OR_CSV,
         summary="The training set: the dev cases with their public inputs and their truth (labels)",
     )
     def get(self, request, slug):
         b = _benchmark(request, slug)
         rows = selectors.training_rows(b, selectors.leaderboard_round(b))
-        if request.query_params.get("format") == "csv":
+        if wants_csv(request):
             return csv_response(rows, f"{b.slug}-training.csv")
         return Response(rows)

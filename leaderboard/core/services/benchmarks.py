@@ -17,6 +17,7 @@ from scoring.errors import RowError, ValidationFailed
 from scoring.kinds import get_kind, kind_names
 from scoring.kinds.base import CaseSet, Truth
 
+from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.models import Benchmark, Case, Round, Submission, TruthValue, TruthVersion
 from leaderboard.core.services.casedata import latest_truth_version
 from leaderboard.core.services.deid import caseset_deidentify
@@ -159,6 +160,7 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
         benchmark.config = bundle.config
         benchmark.is_published = bool(meta.get("published", True))
         benchmark.save()
+        boards_changed(benchmark.pk)  # title, config and columns of its boards
         if kind.is_round_kind:  # rounds open later, each with its universe (round_open)
             return LoadReport(benchmark=benchmark, created=created, truth_version=None, truth_changed=False,
                               cases=0, requeued=0)
@@ -281,6 +283,7 @@ def benchmark_reveal(*, benchmark: Benchmark, reveal: bool = True) -> None:
                     round_set_status(round_=round_, status=Round.Status.CLOSED)
         benchmark.private_revealed_at = timezone.now() if reveal else None
         benchmark.save(update_fields=["private_revealed_at", "updated_at"])
+        boards_changed(benchmark.pk)
 
 
 def benchmark_rescore(*, benchmark: Benchmark) -> int:

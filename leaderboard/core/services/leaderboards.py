@@ -17,6 +17,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.models import Entrant, LeaderboardRow, Round, Score, StandingRow, Submission
 
@@ -104,6 +105,7 @@ def leaderboard_refresh_entrant(round_: Round, entrant_id: int) -> None:
     picks = _pick_rows(round_, list(candidates.values()))
 
     existing = {row.split: row for row in LeaderboardRow.objects.filter(round=round_, entrant_id=entrant_id)}
+    boards_changed(round_.benchmark_id)
     now = timezone.now()
     for split, (cand, metrics) in picks.items():
         missing, value = order_key(metrics.get(ranking), higher_is_better=higher)
@@ -162,6 +164,7 @@ def round_board_write(round_: Round, entries: Iterable[BoardEntry], *, ranking: 
         ))
     LeaderboardRow.objects.filter(round=round_, split=split).delete()
     bulk_insert(LeaderboardRow, rows)
+    boards_changed(round_.benchmark_id)
     return len(rows)
 
 
@@ -204,4 +207,5 @@ def standings_write(benchmark, entries: Iterable[StandingEntry], *, higher_is_be
                                              "order_at", "updated_at"], batch_size=2000)
     if existing:
         StandingRow.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
+    boards_changed(benchmark.pk)
     return len(create) + len(update)

@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from scoring.errors import RowError
 
+from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.models import Round, TruthVersion
 from leaderboard.core.services.submissions import (
     SubmissionRejected,
@@ -58,6 +59,7 @@ def round_set_status(*, round_: Round, status: str) -> Round:
         round_.status = status
         round_.status_changed_at = now
         round_.save()
+        boards_changed(round_.benchmark_id)  # pages show the round's status beside its board
         return round_
 
 
