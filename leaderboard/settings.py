@@ -159,10 +159,8 @@ REST_FRAMEWORK = {
     ],
     # Throttles key anonymous clients on this address (see TRUSTED_PROXY_COUNT).
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,
-    "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
-    ],
+    # DRF's anon and user throttles as one (one cache read and write per request).
+    "DEFAULT_THROTTLE_CLASSES": ["leaderboard.core.throttles.VisitorRateThrottle"],
     # Abuse limits only; the daily submission quota is a domain rule.
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("THROTTLE_ANON", "300/min"),

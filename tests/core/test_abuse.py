@@ -86,3 +86,26 @@ def test_abuse_trusted_proxy_count_comes_from_the_environment(monkeypatch, count
     finally:
         monkeypatch.delenv("TRUSTED_PROXY_COUNT")
         importlib.reload(project_settings)
+
+
+def test_abuse_api_reads_limited_per_address_anonymous_and_per_account_signed_in(api_for, monkeypatch):
+    # Small rates so the limits are reached in a few requests.
+    from leaderboard.core.throttles import VisitorRateThrottle
+    from rest_framework.test import APIClient
+
+    monkeypatch.setattr(VisitorRateThrottle, "THROTTLE_RATES",
+                        {**VisitorRateThrottle.THROTTLE_RATES, "anon": "3/min", "user": "5/min"})
+    anonymous = APIClient()
+    codes = [anonymous.get("/api/benchmarks/", REMOTE_ADDR="203.0.113.7").status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+    refused = anonymous.get("/api/benchmarks/", REMOTE_ADDR="203.0.113.7")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert refused.json()["detail"]  # JSON, saying why
+    assert anonymous.get("/api/benchmarks/", REMOTE_ADDR="198.51.100.1").status_code == 200  # another address
+
+    # Signed in from the exhausted address: counted per account, at the user rate.
+    owner = api_for("owner")
+    codes = [owner.get("/api/benchmarks/", REMOTE_ADDR="203.0.113.7").status_code for _ in range(6)]
+    assert codes == [200] * 5 + [429]
+    # Another account from the same address has its own allowance.
+    assert api_for("member").get("/api/benchmarks/", REMOTE_ADDR="203.0.113.7").status_code == 200
