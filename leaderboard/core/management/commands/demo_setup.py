@@ -86,24 +86,19 @@ class Command(BaseCommand):
 
         from django.utils import timezone
 
-        from leaderboard.core.models import Round, TruthVersion
+        from leaderboard.core.models import Round
         from leaderboard.core.services.round_engine import (
             entrant_flag,
             round_close,
             round_open,
             round_truth_load,
-            round_version_score,
             stakes_load,
         )
 
         User = get_user_model()
-        module.write_bundle(directory)
-        benchmark = benchmark_load_bundle(directory).benchmark
-        if Round.objects.filter(benchmark=benchmark).exists():
+        benchmark = self._round_benchmark(module, directory, module.BASELINES, "Baseline")
+        if benchmark is None:
             return
-        for label in module.BASELINES:
-            owner, _ = User.objects.get_or_create(username=label)
-            Entrant.objects.get_or_create(name=label, defaults={"owner": owner, "description": f"Baseline: {label}"})
         if getattr(module, "BENCHMARK_MODEL", None):
             entrant_flag(name=module.BENCHMARK_MODEL, benchmark_model=True)
         alice = User.objects.get(username="alice")
@@ -139,8 +134,7 @@ class Command(BaseCommand):
             if not resolving:
                 round_truth_load(round_=round_, data=demo.truth_csv(1.0), filename="targets-final.csv", final=True,
                                  as_of=min(start + dt.timedelta(days=window), today))
-            for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
-                round_version_score(round_id=round_.pk, version=tv.version)
+            self._score_versions(round_)
             self.stdout.write(f"  {benchmark.slug}: round {number} "
                               + ("resolving (daily snapshots)" if resolving else "resolved"))
 
@@ -153,22 +147,17 @@ class Command(BaseCommand):
 
         from django.utils import timezone
 
-        from leaderboard.core.models import Round, TruthVersion
+        from leaderboard.core.models import Round
         from leaderboard.core.services.round_engine import (
             round_close,
             round_open,
             round_truth_load,
-            round_version_score,
         )
 
         User = get_user_model()
-        module.write_bundle(directory)
-        benchmark = benchmark_load_bundle(directory).benchmark
-        if Round.objects.filter(benchmark=benchmark).exists():
+        benchmark = self._round_benchmark(module, directory, module.MODELS, "Demo model")
+        if benchmark is None:
             return
-        for label in module.MODELS:
-            owner, _ = User.objects.get_or_create(username=label)
-            Entrant.objects.get_or_create(name=label, defaults={"owner": owner, "description": f"Demo model: {label}"})
         alice = User.objects.get(username="alice")
         now = timezone.now()
         for demo in module.schedule():
@@ -196,9 +185,33 @@ class Command(BaseCommand):
                 round_truth_load(round_=round_, data=demo.prices_csv(demo.final_day()), filename="prices-final.csv",
                                  final=True, as_of=min(closed.date() + dt.timedelta(days=demo.final_day() + 1),
                                                        now.date()))
-            for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
-                round_version_score(round_id=round_.pk, version=tv.version)
+            self._score_versions(round_)
             self.stdout.write(f"  {benchmark.slug}: round {demo.number} ({demo.track}) {demo.state}")
+
+    @staticmethod
+    def _round_benchmark(module, directory, labels, description: str):
+        """A round demo's benchmark, loaded from the module's bundle, with an entrant (and owner)
+        per label; None when its rounds already exist (the demo was set up before)."""
+        from leaderboard.core.models import Round
+
+        module.write_bundle(directory)
+        benchmark = benchmark_load_bundle(directory).benchmark
+        if Round.objects.filter(benchmark=benchmark).exists():
+            return None
+        User = get_user_model()
+        for label in labels:
+            owner, _ = User.objects.get_or_create(username=label)
+            Entrant.objects.get_or_create(name=label, defaults={"owner": owner, "description": f"{description}: {label}"})
+        return benchmark
+
+    @staticmethod
+    def _score_versions(round_) -> None:
+        """Score a round's truth versions not yet scored, in order, so the pages are full at start."""
+        from leaderboard.core.models import TruthVersion
+        from leaderboard.core.services.round_engine import round_version_score
+
+        for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
+            round_version_score(round_id=round_.pk, version=tv.version)
 
     @staticmethod
     def _submit(user, benchmark, data: bytes, entrant) -> None:
