@@ -58,6 +58,7 @@ from django.utils import timezone  # noqa: E402
 from leaderboard.core.models import Entrant, LeaderboardRow, Round, Submission  # noqa: E402
 from leaderboard.core.services import submissions as submission_service  # noqa: E402
 from leaderboard.core.services.benchmarks import benchmark_load_bundle  # noqa: E402
+from leaderboard.core.services.uploads import submission_create  # noqa: E402
 from leaderboard.demo import properties as demo  # noqa: E402
 from tests.support.server import start_gunicorn  # noqa: E402
 from tests.support.worker import stop_worker  # noqa: E402
@@ -100,8 +101,8 @@ def refresh_cost(benchmark, files: list[bytes], uploads: int) -> list[float]:
         User = get_user_model()
         for i in range(uploads):
             user, _ = User.objects.get_or_create(username=f"bench-{benchmark.pk}-{time.monotonic_ns()}-{i}")
-            accepted = submission_service.submission_create(user=user, benchmark=benchmark,
-                                                            data=files[i % len(files)], filename="p.csv")
+            accepted = submission_create(user=user, benchmark=benchmark, data=files[i % len(files)],
+                                         filename="p.csv")
             # Eager tasks: the upload's on-commit task has scored it already (through the timed refresh).
             submission_service.submission_score(submission_id=accepted.submission.pk)
             assert Submission.objects.get(pk=accepted.submission.pk).status == "scored"

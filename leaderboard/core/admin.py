@@ -19,12 +19,18 @@ from django.utils.html import format_html
 from scoring.errors import ValidationFailed
 
 from leaderboard.core import models as m
-from leaderboard.core.selectors import leaderboard_round
+from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal, truth_load
 from leaderboard.core.services.deid import cases_deidentify, deid_backend
-from leaderboard.core.services.round_engine import entrant_flag, round_close, round_truth_load, stakes_load
-from leaderboard.core.services.rounds import round_deadline_refusal, round_set_deadline, round_set_status
-from leaderboard.core.services.submissions import SubmissionRejected, submissions_requeue
+from leaderboard.core.services.entrants import entrant_flag
+from leaderboard.core.services.round_engine import round_close, round_truth_load, stakes_load
+from leaderboard.core.services.rounds import (
+    leaderboard_round,
+    round_deadline_refusal,
+    round_set_deadline,
+    round_set_status,
+)
+from leaderboard.core.services.submissions import submissions_requeue
 
 
 class TruthUploadForm(forms.Form):

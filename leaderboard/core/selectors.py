@@ -1,9 +1,8 @@
 """Reads that join models. Views and API views call the same ones.
 
-The no-leak rule lives here, in ``case_truth_visible``: every surface that
-could show a case's truth or whether a prediction of it was right (submission
-and case pages, per-case rows in JSON and CSV, training downloads, verify)
-asks it first.
+The no-leak rule, ``case_truth_visible``, lives below them in
+``services/visibility.py`` (the dry run asks it too), and which round is current
+in ``services/rounds.py``; every read here that could show a case's truth asks it.
 """
 from __future__ import annotations
 
@@ -12,38 +11,43 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
-from leaderboard.core.models import Benchmark, Case, CaseResult, LeaderboardRow, Round, Score, Submission
-from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
-from leaderboard.core.services.submissions import current_round, round_takes_submissions, rounds_open
+from scoring.kinds.base import RoundKind
+
+from leaderboard.core.models import (
+    Benchmark,
+    Case,
+    CaseResult,
+    Entrant,
+    LeaderboardRow,
+    Round,
+    RoundScore,
+    Score,
+    StandingRow,
+    StandingsDocument,
+    Submission,
+    SubmissionArray,
+    TruthVersion,
+)
+from leaderboard.core.services.casedata import (
+    latest_truth_version,
+    round_caseset,
+    round_truth,
+    round_universe,
+    truth_for,
+)
+# Which rounds take uploads and which is current are the pages' reads too (re-exported).
+from leaderboard.core.services.rounds import current_round as current_round
+from leaderboard.core.services.rounds import leaderboard_round
+from leaderboard.core.services.rounds import rounds_open as rounds_open
+from leaderboard.core.services.visibility import case_truth_visible
 
 # How a case whose truth the viewer may not see yet is labelled: it ranks (public or
 # private), and which of the two it is stays hidden with its truth.
 HIDDEN_SPLIT_LABEL = "test"
-
-
-def case_truth_visible(*, benchmark: Benchmark, round_: Round | None, split: str, viewer) -> bool:
-    """Whether per-case truth and correctness of ``split``'s cases in ``round_`` may be shown to ``viewer``.
-
-    The one no-leak rule: staff see everything; the ``dev`` split is shown to
-    everyone (it never ranks); a ranked split (``public``, ``private``) only
-    once its round takes no more submissions, and ``private`` only after the
-    organiser's reveal. A round of a round kind (not permanent) shows its
-    truth once resolved.
-    """
-    if getattr(viewer, "is_staff", False):
-        return True
-    if split == Case.Split.DEV:
-        return True
-    if round_ is None or split not in Case.RANKED_SPLITS:
-        return False
-    if not round_.is_permanent:
-        return round_.status == Round.Status.RESOLVED
-    if round_takes_submissions(round_):
-        return False
-    return split == Case.Split.PUBLIC or benchmark.private_revealed
 
 
 def split_label(split: str, *, visible: bool) -> str:
@@ -202,12 +206,6 @@ def leaderboard_queryset(round_: Round | None, split: str) -> QuerySet:
 
 def private_visible(benchmark: Benchmark, viewer) -> bool:
     return benchmark.private_revealed or getattr(viewer, "is_staff", False)
-
-
-def leaderboard_round(benchmark: Benchmark) -> Round | None:
-    """The round whose leaderboard the benchmark page shows (the current one, ``current_round``,
-    else the latest)."""
-    return current_round(benchmark) or Round.objects.filter(benchmark=benchmark).order_by("-number", "-id").first()
 
 
 def leaderboard_page(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None,
@@ -426,8 +424,6 @@ def submissions_headline(submissions, *, viewer=None) -> dict[int, float | None]
         else:
             static.append(s)
     if rounds:
-        from leaderboard.core.models import RoundScore
-
         for sub_id, metrics in (RoundScore.objects.filter(submission_id__in=list(rounds))
                                 .order_by("submission_id", "truth_version__version")
                                 .values_list("submission_id", "metrics")):
@@ -460,8 +456,6 @@ def round_of(benchmark: Benchmark, number: int) -> Round | None:
 
 
 def round_truth_versions(round_: Round) -> list:
-    from leaderboard.core.models import TruthVersion
-
     return list(TruthVersion.objects.filter(round=round_).order_by("version"))
 
 
@@ -505,8 +499,6 @@ def round_board_find(round_: Round, viewer, *, page_size: int = DEFAULT_PAGE_SIZ
 
 
 def standings_queryset(benchmark: Benchmark, track: str = "") -> QuerySet:
-    from leaderboard.core.models import StandingRow
-
     return (StandingRow.objects.filter(benchmark=benchmark, track=track)
             .select_related("entrant").only(*(f.name for f in StandingRow._meta.concrete_fields
                                               if f.name not in ("benchmark", "entrant")),
@@ -516,14 +508,10 @@ def standings_queryset(benchmark: Benchmark, track: str = "") -> QuerySet:
 
 def standings_page(benchmark: Benchmark, *, track: str = "", page: int = 1,
                    page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
-    from leaderboard.core.models import StandingRow
-
     return board_page(standings_queryset(benchmark, track), StandingRow.BOARD_ORDER, page=page, page_size=page_size)
 
 
 def standings_find(benchmark: Benchmark, viewer, *, track: str = "", page_size: int = DEFAULT_PAGE_SIZE):
-    from leaderboard.core.models import StandingRow
-
     if not getattr(viewer, "is_authenticated", False):
         return None
     return board_find(standings_queryset(benchmark, track), StandingRow.BOARD_ORDER,
@@ -533,8 +521,6 @@ def standings_find(benchmark: Benchmark, viewer, *, track: str = "", page_size: 
 def round_history(round_: Round, *, entrant_names: list[str] | None = None) -> list[dict]:
     """Every counted submission's scores per truth version, oldest version first:
     ``[{"entrant", "points": [{"version", "as_of", "interim", "metrics"}]}]``, entrants by name."""
-    from leaderboard.core.models import RoundScore
-
     qs = RoundScore.objects.filter(submission__round=round_, submission__is_counted=True)
     if entrant_names is not None:
         qs = qs.filter(submission__entrant__name__in=entrant_names)
@@ -549,8 +535,6 @@ def round_history(round_: Round, *, entrant_names: list[str] | None = None) -> l
 
 def submission_round_scores(submission: Submission) -> list[dict]:
     """A round submission's scores per truth version, oldest first: version, as_of, interim, metrics."""
-    from leaderboard.core.models import RoundScore
-
     return [{"version": v, "as_of": as_of, "interim": not final, "metrics": metrics}
             for v, as_of, final, metrics in RoundScore.objects.filter(submission=submission)
             .order_by("truth_version__version", "id")
@@ -560,9 +544,6 @@ def submission_round_scores(submission: Submission) -> list[dict]:
 def round_submission_case_rows(submission: Submission, *, viewer=None) -> list[dict] | None:
     """The per-id debug table of a round submission, computed now from its stored array and the
     round's latest truth version; None while the viewer may not see the round's truth."""
-    from leaderboard.core.models import SubmissionArray, TruthVersion
-    from leaderboard.core.services.round_engine import round_truth, round_universe
-
     round_ = submission.round
     if not round_truth_visible(round_, viewer):
         return None
@@ -571,8 +552,6 @@ def round_submission_case_rows(submission: Submission, *, viewer=None) -> list[d
     array = SubmissionArray.objects.filter(submission=submission).first()
     if version is None or array is None:
         return None
-    import numpy as np
-
     universe = round_universe(round_, columns=True)  # the universe's numbers (start prices) feed some tables
     values = np.frombuffer(bytes(array.data), dtype=np.float64).reshape(array.rows, len(array.columns))
     kind = submission.benchmark.kind_impl
@@ -584,8 +563,6 @@ def round_frozen(round_: Round) -> list[dict]:
     """After close, the round's counted submissions and consistency runs with their stored values:
     ``entrant``, ``audit_hash``, ``received_at``, ``repeat``, ``values`` (ids x columns) and ``meta``;
     empty while the round is open (no one sees another's upload before the close)."""
-    import numpy as np
-
     if round_.status == Round.Status.OPEN:
         return []
     out = []
@@ -604,10 +581,6 @@ def round_frozen(round_: Round) -> list[dict]:
 
 def round_public(round_: Round) -> dict | None:
     """What the round's kind shows beyond the board (start prices, frozen portfolios...), or None."""
-    from scoring.kinds.base import RoundKind
-
-    from leaderboard.core.services.round_engine import round_universe
-
     kind = round_.benchmark.kind_impl
     if type(kind).round_public is RoundKind.round_public:  # the kind shows nothing more: load nothing
         return None
@@ -620,8 +593,6 @@ def comparison_sets_view(benchmark: Benchmark, *, track: str, page: int = 1,
     ``sets`` (``members``, ``joined``, ``rounds``, ``oracle_sum``, ``count``, ``rows`` of this page:
     ``rank``, ``entrant``, ``score``, ``return_sum``, ``oracle_sum``), ``history`` (every entrant's
     all-available rounds: context, not the ranking), ``has_next`` and ``updated_at``."""
-    from leaderboard.core.models import Entrant, StandingsDocument
-
     doc = StandingsDocument.objects.filter(benchmark=benchmark, track=track, name="comparison_sets").first()
     data = doc.data if doc is not None else {}
     sets, history = data.get("sets", []), data.get("history", [])

@@ -1,4 +1,8 @@
-"""Celery tasks: thin wrappers that take primitive ids and call one service."""
+"""Celery tasks: thin wrappers that take primitive ids and call one service.
+
+Each is registered under its name in ``leaderboard.core.taskqueue``, through which the services
+publish them; nothing imports this module but the Celery app (and ``CoreConfig.ready``, so that
+every process has them registered)."""
 from __future__ import annotations
 
 from celery import shared_task
@@ -6,9 +10,16 @@ from django.conf import settings
 
 from leaderboard.core.heartbeat import heartbeat
 from leaderboard.core.services import round_engine, submissions
+from leaderboard.core.taskqueue import (
+    CLOSE_DUE_ROUNDS,
+    SCORE_ROUND_VERSION,
+    SCORE_SUBMISSION,
+    SWEEP_ROUND_VERSIONS,
+    SWEEP_STUCK_SUBMISSIONS,
+)
 
 
-@shared_task(name="leaderboard.score_submission", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(name=SCORE_SUBMISSION, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def score_submission(*, submission_id: int) -> str | None:
     # Idempotent: a redelivery after a worker died finds the row and redoes or skips it.
     # The heartbeat tells the sweep this worker is alive while it scores.
@@ -17,12 +28,12 @@ def score_submission(*, submission_id: int) -> str | None:
         return submissions.submission_score(submission_id=submission_id)
 
 
-@shared_task(name="leaderboard.sweep_stuck_submissions", ignore_result=True)
+@shared_task(name=SWEEP_STUCK_SUBMISSIONS, ignore_result=True)
 def sweep_stuck_submissions() -> dict[str, int]:
     return submissions.submissions_sweep_stuck()
 
 
-@shared_task(name="leaderboard.score_round_version", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(name=SCORE_ROUND_VERSION, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def score_round_version(*, round_id: int, version: int) -> str | None:
     # Idempotent per (round, version): a redelivery finds scored_at set, or redoes the work.
     # The heartbeat keeps the version's claim fresh while a long scoring runs, so the
@@ -32,11 +43,11 @@ def score_round_version(*, round_id: int, version: int) -> str | None:
         return round_engine.round_version_score(round_id=round_id, version=version)
 
 
-@shared_task(name="leaderboard.close_due_rounds", ignore_result=True)
+@shared_task(name=CLOSE_DUE_ROUNDS, ignore_result=True)
 def close_due_rounds() -> int:
     return round_engine.rounds_close_due()
 
 
-@shared_task(name="leaderboard.sweep_round_versions", ignore_result=True)
+@shared_task(name=SWEEP_ROUND_VERSIONS, ignore_result=True)
 def sweep_round_versions() -> int:
     return round_engine.round_versions_sweep()

@@ -25,17 +25,13 @@ from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenFor
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.services.casedata import round_caseset
+from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.entrants import account_create, entrant_create, entrant_default
 from leaderboard.core.services.predictions import predictions_source
-from leaderboard.core.services.submissions import (
-    SubmissionRejected,
-    entrant_create,
-    entrant_default,
-    round_takes_submissions,
-    submission_create,
-    submission_select,
-    submissions_refusal,
-)
-from leaderboard.core.services.tokens import token_create
+from leaderboard.core.services.rounds import round_takes_submissions, submissions_refusal
+from leaderboard.core.services.submissions import submission_select
+from leaderboard.core.services.tokens import token_create, token_revoke
+from leaderboard.core.services.uploads import submission_create
 from leaderboard.core.services.verify import benchmark_verify
 from leaderboard.core.throttles import LoginThrottle, SignupThrottle
 
@@ -499,8 +495,8 @@ def signup(request):
         if refused is not None:
             return refused
     if request.method == "POST" and form.is_valid():
-        user = form.save()
-        entrant_default(user)
+        user = account_create(username=form.cleaned_data["username"], email=form.cleaned_data.get("email", ""),
+                              password=form.cleaned_data["password1"])
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, f"Welcome, {user.username}. Your entrant {user.username!r} is ready.")
         return redirect("benchmark_list")
@@ -531,11 +527,8 @@ def profile(request):
             if token_form.is_valid():
                 _, new_key = token_create(user=request.user, name=token_form.cleaned_data["name"])
         elif action == "revoke_token":
-            token_id = request.POST.get("token", "")
-            valid_id = token_id.isascii() and token_id.isdigit() and len(token_id) < 19
-            deleted, _ = (ApiToken.objects.filter(user=request.user, pk=int(token_id)).delete() if valid_id
-                          else (0, {}))
-            messages.success(request, "Token revoked." if deleted else "That token was already gone.")
+            revoked = token_revoke(user=request.user, token_id=request.POST.get("token", ""))
+            messages.success(request, "Token revoked." if revoked else "That token was already gone.")
             return redirect("profile")
         elif action == "create_entrant":
             entrant_form = EntrantForm(request.POST)

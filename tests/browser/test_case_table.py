@@ -12,7 +12,8 @@ from django.contrib.auth import get_user_model
 from leaderboard.core.models import CaseResult, Round
 from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
 from leaderboard.core.services.rounds import round_set_status
-from leaderboard.core.services.submissions import submission_create, submission_score
+from leaderboard.core.services.submissions import submission_score
+from leaderboard.core.services.uploads import submission_create
 from tests.support.impact import PREDICTIONS, write_impact_bundle
 
 pytestmark = pytest.mark.browser

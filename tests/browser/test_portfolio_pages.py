@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 
 from leaderboard.core.models import TruthVersion
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, round_version_score
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from tests.support.portfolio import portfolio_benchmark, portfolio_json, prices_csv, universe_csv
 
 pytestmark = [pytest.mark.browser]

@@ -18,7 +18,8 @@ from django.contrib.auth import get_user_model
 from leaderboard.core import selectors
 from leaderboard.core.models import Entrant, LeaderboardRow, Submission
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
-from leaderboard.core.services.submissions import submission_create, submission_score
+from leaderboard.core.services.submissions import submission_score
+from leaderboard.core.services.uploads import submission_create
 from leaderboard.demo import properties as demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.core.models import Benchmark, Round, Score, Submission, TruthVersion
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv, write_properties_bundle
 
 
@@ -132,7 +132,7 @@ def test_admin_adds_no_round_and_moves_status_and_deadline_through_the_services(
 
 def test_admin_flags_benchmark_models_through_entrant_flag(client, users, db):
     from leaderboard.core.models import Entrant
-    from leaderboard.core.services.submissions import entrant_default
+    from leaderboard.core.services.entrants import entrant_default
 
     entrant = entrant_default(users["owner"])
     client.force_login(users["organiser"])

@@ -22,7 +22,7 @@ from leaderboard.core.api.auth import token_create
 from leaderboard.core.models import StandingRow
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from tests.support.impact import PREDICTIONS, write_impact_bundle
 from tests.support.openapi import api_schema
 from tests.support.server import start_gunicorn

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.models import Entrant, LeaderboardRow, Round, Submission
-from leaderboard.core.services.submissions import submission_create, submission_score
+from leaderboard.core.services.submissions import submission_score
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv
 
 PAGE = "/b/mini-props/"

@@ -20,7 +20,7 @@ from django.test import Client
 from leaderboard.core.api.auth import token_create
 from leaderboard.core.models import Entrant, LeaderboardRow, Submission
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv
 from tests.support.server import start_gunicorn
 from tests.support.worker import stop_worker

@@ -8,7 +8,8 @@ import pytest
 
 from leaderboard.core.csvexport import csv_cell, csv_text
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
-from leaderboard.core.services.submissions import submission_create, submission_score
+from leaderboard.core.services.submissions import submission_score
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv, write_properties_bundle
 from tests.support.impact import write_impact_bundle
 

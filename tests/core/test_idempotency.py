@@ -70,7 +70,7 @@ def test_idempotency_same_key_with_another_file_is_409(mini_benchmark, users, ap
 
 
 def test_idempotency_same_key_for_another_entrant_is_409(mini_benchmark, users, api_for):
-    from leaderboard.core.services.submissions import entrant_create
+    from leaderboard.core.services.entrants import entrant_create
 
     client = api_for("owner")
     assert _post(client, mini_benchmark.slug, key="k-2").status_code == 202  # as the default entrant, "owner"

@@ -20,7 +20,8 @@ from django.test.utils import CaptureQueriesContext
 from leaderboard.core.models import Round, Score
 from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
 from leaderboard.core.services.rounds import round_set_status
-from leaderboard.core.services.submissions import submission_create, submission_score
+from leaderboard.core.services.submissions import submission_score
+from leaderboard.core.services.uploads import submission_create
 from tests.support.impact import CASES, PREDICTIONS, write_impact_bundle
 
 # Public split, rows = actual direction, columns = predicted direction.

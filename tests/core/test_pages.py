@@ -11,7 +11,8 @@ from django.test.utils import CaptureQueriesContext
 
 from leaderboard.core import selectors
 from leaderboard.core.models import ApiToken, Entrant, Submission
-from leaderboard.core.services.submissions import submission_create, submission_score
+from leaderboard.core.services.submissions import submission_score
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv
 
 

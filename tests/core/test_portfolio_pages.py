@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from leaderboard.core.models import TruthVersion
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, round_version_score
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from tests.support.portfolio import portfolio_benchmark, portfolio_json, prices_csv, universe_csv
 from tests.support.signals import signals_benchmark
 
@@ -43,7 +43,7 @@ def test_open_round_hides_the_portfolios_until_close(bench, users, client):
 
 
 def test_round_needs_a_track(bench):
-    from leaderboard.core.services.submissions import SubmissionRejected
+    from leaderboard.core.services.answers import SubmissionRejected
 
     with pytest.raises(SubmissionRejected) as info:
         round_open(benchmark=bench, data=universe_csv(START), filename="o.csv")

@@ -18,7 +18,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from leaderboard.core.models import RoundScore, TruthVersion
-from leaderboard.core.services.submissions import entrant_default
+from leaderboard.core.services.entrants import entrant_default
 from tests.support.portfolio import portfolio, portfolio_benchmark, prices_csv, universe_csv
 from tests.support.worker import purge_broker, start_worker, stop_worker, wait_for, wait_until_ready
 

@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from leaderboard.core.models import DailyQuota, Entrant, Submission
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
-from leaderboard.core.services.submissions import SubmissionRejected, submission_create
+from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv
 
 

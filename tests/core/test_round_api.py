@@ -114,7 +114,7 @@ def test_round_api_lifecycle(bench, api_for, client):
 def test_round_benchmark_has_no_dry_run_and_no_one_by_one_rescore(bench, api_for, users):
     from leaderboard.core.services.benchmarks import benchmark_rescore
     from leaderboard.core.services.round_engine import round_open
-    from leaderboard.core.services.submissions import submission_create
+    from leaderboard.core.services.uploads import submission_create
 
     gen = SignalsRound(20, seed=8)
     round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
@@ -130,7 +130,7 @@ def test_round_benchmark_has_no_dry_run_and_no_one_by_one_rescore(bench, api_for
 def test_admin_loads_stakes_and_truth_of_a_round(bench, client, users):
     from leaderboard.core.models import Round, Stake
     from leaderboard.core.services.round_engine import round_close, round_open
-    from leaderboard.core.services.submissions import submission_create
+    from leaderboard.core.services.uploads import submission_create
 
     gen = SignalsRound(30, seed=9)
     round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")

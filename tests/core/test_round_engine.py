@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from leaderboard.core import selectors
 from leaderboard.core.models import Case, Entrant, Round, RoundScore, StandingRow, Submission, TruthVersion
+from leaderboard.core.services.entrants import entrant_flag
 from leaderboard.core.services.round_engine import (
-    entrant_flag,
     round_close,
     round_open,
     round_truth_load,
@@ -24,7 +24,8 @@ from leaderboard.core.services.round_engine import (
     rounds_close_due,
     stakes_load,
 )
-from leaderboard.core.services.submissions import SubmissionRejected, submission_create
+from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.uploads import submission_create
 from tests.support.signals import SignalsRound, signals_benchmark
 
 

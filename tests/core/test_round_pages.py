@@ -9,13 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from leaderboard.core.models import TruthVersion
-from leaderboard.core.services.round_engine import (
-    round_close,
-    round_open,
-    round_truth_load,
-    round_version_score,
-)
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, round_version_score
+from leaderboard.core.services.uploads import submission_create
 from tests.support.signals import SignalsRound, signals_benchmark
 
 

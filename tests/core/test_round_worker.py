@@ -10,8 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from leaderboard.core.models import RoundScore, StandingRow, TruthVersion
-from leaderboard.core.services.round_engine import entrant_flag
-from leaderboard.core.services.submissions import entrant_default
+from leaderboard.core.services.entrants import entrant_flag
+from leaderboard.core.services.entrants import entrant_default
 from tests.core.test_round_engine import reference_scores
 from tests.support.signals import SignalsRound, signals_benchmark
 from tests.support.worker import purge_broker, start_worker, stop_worker, wait_for, wait_until_ready

@@ -14,12 +14,8 @@ from leaderboard.core.models import LeaderboardRow, Score, Submission, TruthVers
 from leaderboard.core.quota import quota_remaining
 from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
 from leaderboard.core.services.rounds import round_set_status
-from leaderboard.core.services.submissions import (
-    submission_create,
-    submission_score,
-    submission_select,
-    submissions_sweep_stuck,
-)
+from leaderboard.core.services.submissions import submission_score, submission_select, submissions_sweep_stuck
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv, write_properties_bundle
 
 PUBLIC = [r for r in MINI_ROWS if r["split"] == "public"]

@@ -13,7 +13,7 @@ from leaderboard.core import selectors
 from leaderboard.core.models import Round
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
 from leaderboard.core.services.round_engine import round_open
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, write_properties_bundle
 from tests.support.signals import SignalsRound, signals_benchmark
 

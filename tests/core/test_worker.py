@@ -10,7 +10,7 @@ from django.db import connection
 
 from leaderboard.core.models import Submission
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv
 from tests.support.server import worker_pids
 from tests.support.worker import start_worker, stop_worker, wait_for

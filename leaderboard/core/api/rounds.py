@@ -15,10 +15,10 @@ from scoring.errors import RowError
 from leaderboard.core import selectors
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
+from leaderboard.core.api.permissions import IsStaff
 from leaderboard.core.api.views import (
     FORMAT_PARAMETER,
     PAGING_PARAMETERS,
-    _benchmark,
     board_data,
     cached_board_answer,
     csv_response,
@@ -27,20 +27,11 @@ from leaderboard.core.api.views import (
 )
 from leaderboard.core.models import Round
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
-from leaderboard.core.services.submissions import SubmissionRejected
-
-
-class IsStaff(permissions.BasePermission):
-    """Organisers only (``is_staff``)."""
-
-    message = "only organisers (staff tokens) may do this"
-
-    def has_permission(self, request, view):
-        return bool(request.user and request.user.is_authenticated and request.user.is_staff)
+from leaderboard.core.services.answers import SubmissionRejected
 
 
 def _round_kind_benchmark(request, slug):
-    b = _benchmark(request, slug)
+    b = selectors.benchmark_for(request.user, slug)
     if not b.kind_impl.is_round_kind:
         raise Http404(f"{b.slug} is a {b.kind} benchmark: it has no rounds")
     return b

@@ -29,6 +29,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 
 from leaderboard.core.api import serializers as s
+from leaderboard.core.api.permissions import IsStaff
 
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -64,8 +65,6 @@ class ApiAutoSchema(AutoSchema):
         return dict(sorted(responses.items()))
 
     def _staff_only(self) -> bool:
-        from leaderboard.core.api.rounds import IsStaff
-
         return any(isinstance(p, IsStaff) for p in self.view.get_permissions())
 
     def error_statuses(self) -> dict[int, str]:

@@ -23,14 +23,12 @@ from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.models import Benchmark, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
+from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.idempotency import idempotency_key_check
 from leaderboard.core.services.predictions import predictions_source
-from leaderboard.core.services.submissions import (
-    SubmissionRejected,
-    idempotency_key_check,
-    submission_create,
-    submission_select,
-    submissions_refusal,
-)
+from leaderboard.core.services.rounds import submissions_refusal
+from leaderboard.core.services.submissions import submission_select
+from leaderboard.core.services.uploads import submission_create
 from leaderboard.core.services.verify import benchmark_verify
 
 

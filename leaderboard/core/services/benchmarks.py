@@ -19,16 +19,17 @@ from scoring.kinds.base import CaseSet, Truth
 
 from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.models import Benchmark, Case, Round, Submission, TruthValue, TruthVersion
+from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.casedata import latest_truth_version
 from leaderboard.core.services.deid import caseset_deidentify
 from leaderboard.core.services.leaderboards import leaderboard_refresh
-from leaderboard.core.services.rounds import round_set_deadline, round_set_status
-from leaderboard.core.services.submissions import (
-    SubmissionRejected,
+from leaderboard.core.services.rounds import (
     round_closed_message,
+    round_set_deadline,
+    round_set_status,
     round_takes_submissions,
-    submissions_requeue,
 )
+from leaderboard.core.services.submissions import submissions_requeue
 
 log = logging.getLogger("leaderboard.benchmarks")
 

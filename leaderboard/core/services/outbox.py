@@ -7,6 +7,10 @@ the broker cannot be reached the upload still succeeds (202, status
 the periodic sweep, publishes it as soon as the broker is back. Nothing is
 lost, and a dead broker costs an upload one quick failed attempt: after a
 failure this process does not try again for ``RETRY_AFTER_SECONDS``.
+
+A round's truth version is published the same way once the transaction that stored it commits;
+one the broker never took is requeued by ``round_versions_sweep``. Tasks are published by name
+through ``leaderboard.core.taskqueue``: nothing here imports the tasks module.
 """
 from __future__ import annotations
 
@@ -16,9 +20,11 @@ import threading
 import time
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.core.models import Submission
+from leaderboard.core.taskqueue import SCORE_ROUND_VERSION, SCORE_SUBMISSION, task_publish
 from leaderboard.logconfig import request_id_var
 
 log = logging.getLogger("leaderboard.outbox")
@@ -46,16 +52,13 @@ def submission_enqueue(*, submission_id: int) -> bool:
 
     Returns False, leaving the row in the outbox, when the broker is unreachable.
     """
-    from leaderboard.core.tasks import score_submission
-
     if broker_presumed_down():
         log.warning("broker unreachable a moment ago; submission %s waits in the outbox for the sweep",
                     submission_id)
         return False
     try:
-        score_submission.apply_async(kwargs={"submission_id": submission_id}, retry=True,
-                                     retry_policy=PUBLISH_RETRY_POLICY,
-                                     headers={"lb_request_id": request_id_var.get()})
+        task_publish(SCORE_SUBMISSION, kwargs={"submission_id": submission_id}, retry=True,
+                     retry_policy=PUBLISH_RETRY_POLICY, headers={"lb_request_id": request_id_var.get()})
     except Exception as exc:  # kombu raises OperationalError, a missing transport ImportError...
         _mark_down()
         log.warning("could not hand submission %s to the broker (%s: %s); it waits in the outbox and the "
@@ -63,6 +66,12 @@ def submission_enqueue(*, submission_id: int) -> bool:
         return False
     Submission.objects.filter(pk=submission_id, enqueued_at__isnull=True).update(enqueued_at=timezone.now())
     return True
+
+
+def submission_enqueue_on_commit(submission_id: int) -> None:
+    """Put the submission in the outbox now; publish its task once the current transaction commits."""
+    Submission.objects.filter(pk=submission_id).update(enqueued_at=None)
+    transaction.on_commit(lambda: submission_enqueue(submission_id=submission_id))
 
 
 def outbox_drain(*, now: dt.datetime | None = None) -> int:
@@ -87,3 +96,14 @@ def outbox_drain(*, now: dt.datetime | None = None) -> int:
     if waiting:
         log.info("outbox: %s of %s waiting submissions handed to the broker", published, len(waiting))
     return published
+
+
+def round_version_enqueue_on_commit(round_id: int, version: int) -> None:
+    """Publish the whole-round scoring of a truth version once the current transaction commits."""
+    def send() -> None:
+        try:
+            task_publish(SCORE_ROUND_VERSION, kwargs={"round_id": round_id, "version": version})
+        except Exception:  # broker down: the sweep requeues it later
+            log.exception("could not enqueue round %s version %s; the sweep will retry", round_id, version)
+
+    transaction.on_commit(send)

@@ -6,8 +6,9 @@ whose submission is a JSON object (portfolio) may take the body itself.
 ``predictions_source`` reads either, refusing an oversized file before it is
 read and JSON the database could not hold; ``predictions_parse`` hands it to the
 kind, against a static round's cases or a round's universe. Uploads
-(``submission_create``, ``round_submission_create``) and the dry run
-(``benchmark_verify``) all go through both.
+(``static_submission_create``, ``round_submission_create``) and the dry run
+(``benchmark_verify``) all go through both, and both uploads store the file's
+name (``display_name``) and the kind's payload (``payload_check``) as checked here.
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from typing import Any
 from scoring.csvfile import too_large_message
 from scoring.errors import RowError, ValidationFailed
 
-from leaderboard.core.inputs import BadInput, bad_input_errors, json_loads_checked
+from leaderboard.core.inputs import BadInput, bad_input_errors, json_loads_checked, json_strings_check, text_problem
 from leaderboard.core.models import Benchmark
+from leaderboard.core.services.answers import SubmissionRejected
 
 NOTHING_SENT = "send a file (multipart field 'file') or a JSON body with 'predictions'"
 
@@ -87,3 +89,19 @@ def predictions_parse(*, benchmark: Benchmark, source: PredictionsSource, cases=
             return kind.parse_round_json(source.predictions, universe=universe, config=config)
         return kind.parse_json_predictions(source.predictions, cases=cases, config=config)
     raise ValidationFailed([RowError(NOTHING_SENT, column="file")])
+
+
+def payload_check(payload: Any) -> None:
+    """Refuse (400) a stored payload the database cannot hold: a kind may keep free text
+    (a rationale), and PostgreSQL refuses NUL and lone surrogates in JSON."""
+    try:
+        json_strings_check(payload, max_depth=64)
+    except BadInput as exc:
+        raise SubmissionRejected([RowError(f"{exc.where}: {exc.message}" if exc.where else exc.message,
+                                           column=exc.where)]) from None
+
+
+def display_name(filename: str) -> str:
+    """The participant's file name as shown back: control characters dropped, at most 255 characters."""
+    name = "".join(ch for ch in (filename or "") if not text_problem(ch, allow_newlines=False))
+    return name.strip()[:255] or "upload"

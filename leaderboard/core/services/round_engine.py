@@ -11,9 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import threading
 import time
-from collections import OrderedDict
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -26,7 +24,7 @@ from django.utils import timezone
 
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
-from scoring.kinds.base import RoundInputs, RoundResult, RoundTruth, Universe
+from scoring.kinds.base import RoundInputs, RoundResult
 
 from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.models import (
@@ -44,21 +42,15 @@ from leaderboard.core.models import (
     TruthVersion,
 )
 from leaderboard.core.quota import quota_consume
-from leaderboard.core.services.casedata import round_caseset
-from leaderboard.core.services.predictions import PredictionsSource, predictions_parse
+from leaderboard.core.services.answers import Accepted, SubmissionRejected
+from leaderboard.core.services.casedata import round_caseset, round_truth, round_universe
+from leaderboard.core.services.entrants import entrant_resolve
+from leaderboard.core.services.idempotency import IdempotencyCollision
 from leaderboard.core.services.leaderboards import BoardEntry, StandingEntry, round_board_write, standings_write
-from leaderboard.core.services.rounds import round_set_status
-from leaderboard.core.services.submissions import (
-    Accepted,
-    SubmissionRejected,
-    _IdempotencyCollision,
-    _resolve_entrant,
-    display_name,
-    payload_check,
-    round_lock_for_upload,
-    rounds_open,
-    submissions_set_status_bulk,
-)
+from leaderboard.core.services.outbox import round_version_enqueue_on_commit
+from leaderboard.core.services.predictions import PredictionsSource, display_name, payload_check, predictions_parse
+from leaderboard.core.services.rounds import round_lock_for_upload, round_set_status, rounds_open
+from leaderboard.core.services.submissions import submissions_set_status_bulk
 
 log = logging.getLogger("leaderboard.rounds")
 
@@ -78,32 +70,6 @@ def _round_kind(benchmark: Benchmark):
             "from its bundle (load_benchmark)")], status=409)
     return kind
 
-
-# -- the universe -------------------------------------------------------------------
-
-_UNIVERSES: OrderedDict[tuple[int, str], Universe] = OrderedDict()
-_UNIVERSES_LOCK = threading.Lock()
-_UNIVERSES_KEPT = 8
-
-
-def round_universe(round_: Round, *, columns: bool = False) -> Universe:
-    """The round's universe: ids in order (cached per process: a universe never changes once
-    opened), with the numeric columns (features, prices) when ``columns`` is asked for."""
-    if columns:
-        return round_.benchmark.kind_impl.universe(round_caseset(round_), round_.benchmark.config)
-    key = (round_.pk, round_.universe_sha256)
-    with _UNIVERSES_LOCK:
-        found = _UNIVERSES.get(key)
-        if found is not None:
-            _UNIVERSES.move_to_end(key)
-            return found
-    ids = tuple(Case.objects.filter(round=round_).order_by("position", "id").values_list("external_id", flat=True))
-    universe = Universe(ids)
-    with _UNIVERSES_LOCK:
-        _UNIVERSES[key] = universe
-        while len(_UNIVERSES) > _UNIVERSES_KEPT:
-            _UNIVERSES.popitem(last=False)
-    return universe
 
 
 # -- lifecycle ------------------------------------------------------------------------
@@ -223,15 +189,6 @@ def stakes_load(*, round_: Round, data: bytes, filename: str = "stakes.csv") -> 
     return len(stakes)
 
 
-def entrant_flag(*, name: str, benchmark_model: bool) -> Entrant:
-    """Mark (or unmark) an entrant as a benchmark model: it counts in the benchmark meta model."""
-    entrant = Entrant.objects.filter(name=name).first()
-    if entrant is None:
-        raise SubmissionRejected([RowError(f"no entrant is called {name!r}", column="entrant")], status=404)
-    Entrant.objects.filter(pk=entrant.pk).update(is_benchmark_model=benchmark_model)
-    entrant.is_benchmark_model = benchmark_model
-    return entrant
-
 
 # -- uploads --------------------------------------------------------------------------
 
@@ -289,7 +246,7 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
     the winner's answer.
     """
     kind = benchmark.kind_impl
-    ent = entrant if isinstance(entrant, Entrant) else _resolve_entrant(user, entrant)
+    ent = entrant if isinstance(entrant, Entrant) else entrant_resolve(user, entrant)
     round_ = round_for_upload(benchmark, round_number)
     universe = round_universe(round_)
     parsed = predictions_parse(benchmark=benchmark, universe=universe,
@@ -303,7 +260,7 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
     payload_check(payload)
 
     sub = None
-    collision = _IdempotencyCollision(user=user, key=idempotency_key, fingerprint=idempotency_fingerprint)
+    collision = IdempotencyCollision(user=user, key=idempotency_key, fingerprint=idempotency_fingerprint)
     with collision, transaction.atomic():
         round_ = round_lock_for_upload(round_.pk)
         now = timezone.now()
@@ -384,39 +341,11 @@ def round_truth_load(*, round_: Round, data: bytes, filename: str, final: bool, 
                                 if not np.isnan(values[i, j])})
              for i in range(len(case_ids)) if not np.isnan(values[i]).all()),
             batch_size=2000)
-        _enqueue_version_on_commit(round_.pk, number)
+        round_version_enqueue_on_commit(round_.pk, number)
     log.info("%s round %s: truth version %s (%s) stored", round_.benchmark.slug, round_.number, number,
              "final" if final else f"interim as of {as_of}")
     return version
 
-
-def _enqueue_version_on_commit(round_id: int, version: int) -> None:
-    def send() -> None:
-        from leaderboard.core.tasks import score_round_version
-
-        try:
-            score_round_version.delay(round_id=round_id, version=version)
-        except Exception:  # broker down: the sweep requeues it later
-            log.exception("could not enqueue round %s version %s; the sweep will retry", round_id, version)
-
-    transaction.on_commit(send)
-
-
-def round_truth(version: TruthVersion, universe: Universe) -> RoundTruth:
-    """A stored truth version as an array aligned to the universe (NaN where an id has none)."""
-    kind = version.round.benchmark.kind_impl
-    columns = tuple(kind.truth_columns(version.round.benchmark.config))
-    values = np.full((len(universe), len(columns)), np.nan)
-    index = universe.index
-    for cid, vals in TruthValue.objects.filter(truth_version=version).values_list("case__external_id", "values"):
-        at = index.get(cid)
-        if at is None:
-            continue
-        for j, c in enumerate(columns):
-            v = vals.get(c)
-            if v is not None:
-                values[at, j] = v
-    return RoundTruth(values, columns, final=version.is_final, as_of=version.as_of, extra=version.extra)
 
 
 # -- whole-round scoring ----------------------------------------------------------------
@@ -591,7 +520,7 @@ def round_versions_sweep(*, now: dt.datetime | None = None) -> int:
     ).order_by("created_at", "id").values_list("round_id", "version")
     count = 0
     for round_id, version in stalled:
-        _enqueue_version_on_commit(round_id, version)
+        round_version_enqueue_on_commit(round_id, version)
         count += 1
     if count:
         log.info("sweep: %s truth versions requeued for scoring", count)

@@ -1,18 +1,90 @@
-"""Rounds: the one place a round's status changes, and a static round's deadline."""
+"""Rounds: which take uploads and which is current (the round-state reads every surface uses),
+the one place a round's status changes, and a static round's deadline."""
 from __future__ import annotations
 
-from django.db import transaction
+import datetime as dt
+
+from django.db import connection, transaction
 from django.utils import timezone
 
 from scoring.errors import RowError
 
 from leaderboard.core.boardcache import boards_changed
-from leaderboard.core.models import Round, TruthVersion
-from leaderboard.core.services.submissions import (
-    SubmissionRejected,
-    round_closed_message,
-    round_takes_submissions,
-)
+from leaderboard.core.models import Benchmark, Round, TruthVersion
+from leaderboard.core.services.answers import SubmissionRejected
+
+
+def rounds_open(benchmark: Benchmark):
+    """The rounds that take uploads, oldest first: open and holding cases (a universe). The one
+    rule: a round with no cases is never open for uploads nor current, so an empty round added
+    by hand cannot turn every upload away. (A deadline already past is ``submissions_refusal``'s.)"""
+    return Round.objects.open().with_cases().filter(benchmark=benchmark).order_by("number", "id")
+
+
+def current_round(benchmark: Benchmark) -> Round | None:
+    """The benchmark's current round: the newest of ``rounds_open``, or None."""
+    return rounds_open(benchmark).last()
+
+
+def round_takes_submissions(round_: Round, *, now: dt.datetime | None = None) -> bool:
+    """Whether a round accepts submissions now: open, and before its deadline.
+
+    A round past its ``closes_at`` takes nothing even while its status still
+    says open (the periodic job or the organiser has not closed it yet).
+    """
+    now = now or timezone.now()
+    return round_.status == Round.Status.OPEN and (round_.closes_at is None or now < round_.closes_at)
+
+
+def _utc(at: dt.datetime) -> str:
+    return f"{at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+
+
+def round_closed_message(round_: Round) -> str:
+    """What a refused upload says about a round that takes no submissions (static rounds: when it closed)."""
+    benchmark = round_.benchmark
+    if round_.is_permanent:
+        at = round_.closes_at or round_.status_changed_at
+        out = f"submissions to {benchmark.title} closed at {_utc(at)}; nothing is accepted after the deadline"
+        if benchmark.private_revealed:
+            out += " (the private leaderboard is revealed)"
+        return out
+    if round_.status == Round.Status.OPEN and round_.closes_at is not None:
+        return f"round {round_.number} closed at {_utc(round_.closes_at)}; it takes no more submissions"
+    return "this benchmark has no round open for submissions"
+
+
+def submissions_refusal(benchmark: Benchmark, round_: Round | None = None) -> str | None:
+    """Why ``benchmark`` (its current round, or ``round_``) takes no submission now; None when it does."""
+    round_ = round_ if round_ is not None else current_round(benchmark)
+    if round_ is None:
+        latest = Round.objects.filter(benchmark=benchmark).order_by("-number", "-id").first()
+        return (round_closed_message(latest) if latest is not None and latest.is_permanent
+                else "this benchmark has no round open for submissions")
+    if not round_takes_submissions(round_) or (round_.is_permanent and benchmark.private_revealed):
+        return round_closed_message(round_)
+    return None
+
+
+def round_lock_for_upload(round_id: int) -> Round:
+    """Hold the round's row in share mode for an upload's transaction and return it as stored.
+
+    Closing (``round_set_status``, FOR UPDATE) waits for uploads in flight, and an
+    upload after it sees the round closed; uploads do not wait on each other, nor
+    on a worker writing board rows (their foreign-key checks take KEY SHARE, which
+    share mode never blocks). SQLite has one writer at a time anyway.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT id FROM {Round._meta.db_table} WHERE id = %s FOR SHARE", [round_id])
+    return Round.objects.select_related("benchmark").get(pk=round_id)
+
+
+def leaderboard_round(benchmark: Benchmark) -> Round | None:
+    """The round whose leaderboard the benchmark page shows (the current one, ``current_round``,
+    else the latest)."""
+    return current_round(benchmark) or Round.objects.filter(benchmark=benchmark).order_by("-number", "-id").first()
+
 
 # Allowed moves: a round opens, closes (no more submissions; what was submitted
 # is frozen), and resolves once its final truth is in. Reopening a closed round

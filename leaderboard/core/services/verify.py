@@ -6,10 +6,11 @@ from typing import Any
 from scoring.errors import RowError
 
 from leaderboard.core.models import Benchmark, Case
-from leaderboard.core.selectors import case_truth_visible, leaderboard_round
+from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
 from leaderboard.core.services.predictions import PredictionsSource, predictions_parse
-from leaderboard.core.services.submissions import SubmissionRejected
+from leaderboard.core.services.rounds import leaderboard_round
+from leaderboard.core.services.visibility import case_truth_visible
 
 # The dry run scores the dev split only, for everyone: cases whose truth participants
 # may see and which never rank. Its answer can tell nothing about a ranked case.

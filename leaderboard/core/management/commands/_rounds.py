@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from django.core.management.base import CommandError
 
 from leaderboard.core.models import Benchmark, Round
-from leaderboard.core.services.submissions import SubmissionRejected
+from leaderboard.core.services.answers import SubmissionRejected
 
 
 def benchmark_or_error(slug: str) -> Benchmark:

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from leaderboard.core.services.tokens import token_create
-from leaderboard.core.services.submissions import entrant_default
+from leaderboard.core.services.entrants import entrant_default
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from leaderboard.core.models import Benchmark
-from leaderboard.core.selectors import leaderboard_round
+from leaderboard.core.services.rounds import leaderboard_round
 from leaderboard.core.services.deid import cases_deidentify, deid_backend
 
 

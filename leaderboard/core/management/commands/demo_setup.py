@@ -1,16 +1,27 @@
 """Load the demo: one benchmark of every kind that has a demo, users and scored baselines."""
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import json
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 
-from leaderboard.core.models import Entrant, Submission
+from leaderboard.core.models import Entrant, Round, Submission, TruthVersion
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
-from leaderboard.core.services.submissions import entrant_default, submission_create, submission_score
+from leaderboard.core.services.entrants import entrant_default, entrant_flag
+from leaderboard.core.services.round_engine import (
+    round_close,
+    round_open,
+    round_truth_load,
+    round_version_score,
+    stakes_load,
+)
+from leaderboard.core.services.submissions import submission_score
+from leaderboard.core.services.uploads import submission_create
 
 DEMO_MODULES = ("properties", "impact")
 # Round kinds: a demo module with DemoRound and baselines; rounds are opened, submitted to and scored here.
@@ -82,19 +93,6 @@ class Command(BaseCommand):
         Baselines each have their own owner (the daily limit is per user); alice takes part in
         two rounds. Every truth version is scored here, so the pages are full at start.
         """
-        import datetime as dt
-
-        from django.utils import timezone
-
-        from leaderboard.core.models import Round
-        from leaderboard.core.services.round_engine import (
-            entrant_flag,
-            round_close,
-            round_open,
-            round_truth_load,
-            stakes_load,
-        )
-
         User = get_user_model()
         benchmark = self._round_benchmark(module, directory, module.BASELINES, "Baseline")
         if benchmark is None:
@@ -143,17 +141,6 @@ class Command(BaseCommand):
         interim snapshots to the final prices, a pending one (closed, interim snapshots only) and an
         open one. Each model has its own owner (the daily limit is per user); alice takes part in the
         pending and the open round. Every version is scored here, so the pages are full at start."""
-        import datetime as dt
-
-        from django.utils import timezone
-
-        from leaderboard.core.models import Round
-        from leaderboard.core.services.round_engine import (
-            round_close,
-            round_open,
-            round_truth_load,
-        )
-
         User = get_user_model()
         benchmark = self._round_benchmark(module, directory, module.MODELS, "Demo model")
         if benchmark is None:
@@ -192,8 +179,6 @@ class Command(BaseCommand):
     def _round_benchmark(module, directory, labels, description: str):
         """A round demo's benchmark, loaded from the module's bundle, with an entrant (and owner)
         per label; None when its rounds already exist (the demo was set up before)."""
-        from leaderboard.core.models import Round
-
         module.write_bundle(directory)
         benchmark = benchmark_load_bundle(directory).benchmark
         if Round.objects.filter(benchmark=benchmark).exists():
@@ -207,9 +192,6 @@ class Command(BaseCommand):
     @staticmethod
     def _score_versions(round_) -> None:
         """Score a round's truth versions not yet scored, in order, so the pages are full at start."""
-        from leaderboard.core.models import TruthVersion
-        from leaderboard.core.services.round_engine import round_version_score
-
         for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True).order_by("version"):
             round_version_score(round_id=round_.pk, version=tv.version)
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from leaderboard.core.management.commands._rounds import refused_as_command_error
-from leaderboard.core.services.round_engine import entrant_flag
+from leaderboard.core.services.entrants import entrant_flag
 
 
 class Command(BaseCommand):

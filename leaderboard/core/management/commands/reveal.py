@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from leaderboard.core.models import Benchmark
 from leaderboard.core.services.benchmarks import benchmark_reveal
-from leaderboard.core.services.submissions import SubmissionRejected
+from leaderboard.core.services.answers import SubmissionRejected
 
 
 class Command(BaseCommand):

@@ -1,0 +1,108 @@
+"""Entrants: the names a user competes under (the first is created with the account,
+``account_create``).
+
+An upload names one of its user's entrants, or none for the first (``entrant_resolve``).
+"""
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+
+from scoring.errors import RowError
+
+from leaderboard.core.inputs import BadInput, text_check, text_problem
+from leaderboard.core.models import Entrant
+from leaderboard.core.services.answers import SubmissionRejected
+
+ENTRANT_NAME_MAX = Entrant._meta.get_field("name").max_length
+
+
+def account_create(*, username: str, email: str, password: str):
+    """A new participant's account (the password hashed) and its first entrant, in one transaction.
+    The caller has validated the three (the signup form: a free username, a password the
+    validators accept)."""
+    with transaction.atomic():
+        user = get_user_model()(username=username, email=email)
+        user.set_password(password)
+        user.save()
+        entrant_default(user)
+    return user
+
+
+def entrant_default(user) -> Entrant:
+    """The user's first entrant, created (named after the user) if they have none.
+
+    Safe under concurrency: two requests creating it at once collapse on the
+    unique name, and the loser reads the winner's row. A username longer than
+    an entrant name may be is shortened.
+    """
+    entrant = Entrant.objects.filter(owner=user).order_by("created_at", "id").first()
+    if entrant is not None:
+        return entrant
+    for suffix in range(1, 100):
+        tail = "" if suffix == 1 else f"-{suffix}"
+        name = user.username[:ENTRANT_NAME_MAX - len(tail)] + tail
+        try:
+            with transaction.atomic():
+                return Entrant.objects.create(owner=user, name=name)
+        except IntegrityError:
+            mine = Entrant.objects.filter(owner=user).order_by("created_at", "id").first()
+            if mine is not None:
+                return mine
+    raise RuntimeError(f"could not find a free entrant name for {user.username!r}")
+
+
+def entrant_create(*, owner, name: str, description: str = "") -> Entrant:
+    """A new entrant; 400 for a bad name, 409 when the name (ignoring case) is taken.
+
+    The unique index decides, so two concurrent creations of one name give one
+    entrant and one 409, never an error.
+    """
+    name = name.strip()
+    if not name:
+        raise SubmissionRejected([RowError("an entrant needs a name", column="name")])
+    try:
+        text_check(name, field="name", max_length=ENTRANT_NAME_MAX)
+        text_check(description, field="description", max_length=Entrant._meta.get_field("description").max_length,
+                   allow_newlines=True)
+    except BadInput as exc:
+        raise SubmissionRejected([RowError(f"the {exc.where} {exc.message}", column=exc.where)]) from None
+    taken = SubmissionRejected([RowError(f"the name {name!r} is taken", column="name")], status=409)
+    if Entrant.objects.filter(name__iexact=name).exists():
+        raise taken
+    try:
+        with transaction.atomic():
+            return Entrant.objects.create(owner=owner, name=name, description=description)
+    except IntegrityError:
+        raise taken from None
+
+
+def entrant_resolve(user, entrant: str | int | None) -> Entrant:
+    if entrant in (None, ""):
+        return entrant_default(user)
+    if isinstance(entrant, bool) or not isinstance(entrant, (str, int)):
+        raise SubmissionRejected([RowError("entrant must be the name or id of one of your entrants",
+                                           column="entrant")])
+    text = str(entrant)
+    problem = text_problem(text, allow_newlines=False)
+    if problem or len(text) > ENTRANT_NAME_MAX:
+        reason = problem or f"is {len(text):,} characters long; names have at most {ENTRANT_NAME_MAX}"
+        raise SubmissionRejected([RowError(f"entrant {reason}", column="entrant")])
+    qs = Entrant.objects.filter(owner=user)
+    found = qs.filter(pk=int(text)).first() if text.isascii() and text.isdigit() and len(text) < 19 else None
+    found = found or qs.filter(name=text).first()
+    if found is None:
+        raise SubmissionRejected(
+            [RowError(f"you own no entrant called {entrant!r}", column="entrant")], status=400
+        )
+    return found
+
+
+def entrant_flag(*, name: str, benchmark_model: bool) -> Entrant:
+    """Mark (or unmark) an entrant as a benchmark model: it counts in the benchmark meta model."""
+    entrant = Entrant.objects.filter(name=name).first()
+    if entrant is None:
+        raise SubmissionRejected([RowError(f"no entrant is called {name!r}", column="entrant")], status=404)
+    Entrant.objects.filter(pk=entrant.pk).update(is_benchmark_model=benchmark_model)
+    entrant.is_benchmark_model = benchmark_model
+    return entrant

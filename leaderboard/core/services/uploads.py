@@ -1,0 +1,58 @@
+"""The one door of an upload, for the pages, the API and the commands alike.
+
+``submission_create`` names the entrant, answers an upload sent again with its
+``Idempotency-Key`` from the stored submission, then hands a static kind's upload to
+``submissions.static_submission_create`` (queued for scoring) and a round kind's to
+``round_engine.round_submission_create`` (stored against the open round's universe, scored
+when its truth arrives).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from leaderboard.core.models import Benchmark
+from leaderboard.core.services.answers import Accepted
+from leaderboard.core.services.entrants import entrant_resolve
+from leaderboard.core.services.idempotency import idempotency_fingerprint, idempotent_replay
+from leaderboard.core.services.round_engine import round_submission_create
+from leaderboard.core.services.submissions import static_submission_create
+
+
+def submission_create(
+    *,
+    user,
+    benchmark: Benchmark,
+    data: bytes | None = None,
+    filename: str = "",
+    predictions: Any = None,
+    entrant: str | int | None = None,
+    idempotency_key: str | None = None,
+    round_number: int | str | None = None,
+) -> Accepted:
+    """Validate an upload (file bytes or a JSON ``predictions`` list, as ``predictions_source``
+    reads them from a request) and queue it.
+
+    Validation happens before the daily limit is touched, so rejected uploads
+    never count. The limit is taken in the same transaction that stores the
+    submission; scoring is enqueued when that transaction commits.
+
+    With an ``idempotency_key`` (see ``idempotency_key_check``), an upload the
+    same user already sent with that key is answered from the stored
+    submission (``replayed``) and neither stored nor counted again; the key
+    with a different upload is refused (409).
+    """
+    ent = entrant_resolve(user, entrant)
+    fingerprint = ""
+    if idempotency_key is not None:
+        fingerprint = idempotency_fingerprint(benchmark=benchmark, entrant=ent, round_number=round_number,
+                                              data=data, predictions=predictions)
+        replay = idempotent_replay(user=user, key=idempotency_key, fingerprint=fingerprint)
+        if replay is not None:
+            return replay
+    if benchmark.kind_impl.is_round_kind:  # rounds with a universe: validated, stored, scored when truth arrives
+        return round_submission_create(user=user, benchmark=benchmark, data=data, filename=filename,
+                                       predictions=predictions, entrant=ent, round_number=round_number,
+                                       idempotency_key=idempotency_key, idempotency_fingerprint=fingerprint)
+    return static_submission_create(user=user, benchmark=benchmark, data=data, filename=filename,
+                                    predictions=predictions, entrant=ent, idempotency_key=idempotency_key,
+                                    idempotency_fingerprint=fingerprint)
