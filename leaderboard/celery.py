@@ -4,6 +4,9 @@ import os
 
 from celery import Celery
 from celery.signals import setup_logging, task_postrun, task_prerun, worker_init, worker_process_init
+from django.conf import settings
+
+from leaderboard.logconfig import request_id_var
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
 
@@ -16,8 +19,6 @@ app.autodiscover_tasks(["leaderboard.core"])
 def _logging(**kwargs):
     # Worker and beat log like the web server (settings.LOGGING: plain or JSON
     # lines on stderr, with a request id), not in Celery's own format.
-    from django.conf import settings
-
     logging.config.dictConfig(settings.LOGGING)
 
 
@@ -25,16 +26,12 @@ def _logging(**kwargs):
 def _task_request_id(task_id=None, task=None, **kwargs):
     # Lines written while a task runs carry the id of the request that enqueued
     # it (a header set by the outbox), else the task's own id.
-    from leaderboard.logconfig import request_id_var
-
     enqueued_by = getattr(task.request, "lb_request_id", None) if task is not None else None
     request_id_var.set(enqueued_by if enqueued_by and enqueued_by != "-" else f"task-{task_id}")
 
 
 @task_postrun.connect
 def _task_request_id_done(**kwargs):
-    from leaderboard.logconfig import request_id_var
-
     request_id_var.set("-")
 
 
@@ -69,6 +66,6 @@ def _allocator(**kwargs):
 def _warm_up(**kwargs):
     # Import the kinds (numpy, scipy, pandas) when a pool process starts, not
     # during the first upload it scores.
-    from scoring.kinds import kind_names
+    from scoring.kinds import kind_names  # noqa: PLC0415 -- the kinds bring numpy, scipy, pandas: a pool process needs them, not every process that imports the Celery app
 
     kind_names()

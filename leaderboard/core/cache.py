@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 
+import redis
 from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache
 
@@ -29,8 +30,6 @@ _down_logged: set[str] = set()
 
 
 def _redis_errors() -> tuple[type[BaseException], ...]:
-    import redis
-
     return (redis.exceptions.RedisError, OSError)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import uuid
 
+from django.conf import settings
 from django.http import HttpResponseBadRequest, HttpResponseNotFound, JsonResponse
 
 from leaderboard.core.inputs import text_problem
@@ -115,8 +116,6 @@ class ContentSecurityPolicyMiddleware:
     """
 
     def __init__(self, get_response):
-        from django.conf import settings
-
         self.policy = settings.CONTENT_SECURITY_POLICY
         self.get_response = get_response
 

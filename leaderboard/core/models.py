@@ -41,7 +41,7 @@ class Benchmark(models.Model):
 
     @property
     def kind_impl(self):
-        from scoring.kinds import get_kind
+        from scoring.kinds import get_kind  # noqa: PLC0415 -- the kinds bring numpy, scipy, pandas: loaded when a benchmark is first used, not by every process that loads the models
 
         return get_kind(self.kind)
 

@@ -1,6 +1,9 @@
 """Benchmark kinds, registered by name. Adding a kind is adding one module to this package."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from scoring.kinds.base import Kind
 
 _REGISTRY: dict[str, Kind] = {}
@@ -40,9 +43,6 @@ def _load() -> None:
     global _loaded
     if _loaded:
         return
-    import importlib
-    import pkgutil
-
     for info in pkgutil.iter_modules(__path__):
         if info.name != "base":
             importlib.import_module(f"{__name__}.{info.name}")

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from scoring.errors import RowError, ValidationFailed
+from scoring import csvfile
+from scoring.errors import ErrorList, RowError, ValidationFailed
 
 
 @dataclass(frozen=True)
@@ -541,9 +543,6 @@ UNIVERSE_MAX_BYTES = 50 * 1024 * 1024
 def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()) -> CaseSet:
     """A universe file: ``id`` (each once, printable, no commas) plus optional numeric columns
     starting with one of ``prefixes``; errors name the file, row and column."""
-    from scoring import csvfile
-    from scoring.errors import ErrorList
-
     errs = ErrorList(file=filename or "universe.csv")
     table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_MAX_BYTES, required=("id",),
                                prefixes=tuple(prefixes), what="id")
@@ -590,9 +589,6 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
     may return a message refusing it. Raises ValidationFailed naming every problem by
     row and column (``filename`` names the file too).
     """
-    from scoring import csvfile
-    from scoring.errors import ErrorList
-
     errs = ErrorList(file=filename)
     table = csvfile.read_table(data, errs=errs, max_bytes=max_bytes, required=("id", *columns), what=what)
     pos = table.position()
@@ -644,8 +640,6 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
 def windowed_mean_standings(results: Sequence[RoundResult], *, window: int, rank_by: str) -> Standings:
     """Per entrant: the mean of each metric over its last ``window`` resolved rounds (``results``
     newest first), n/a values left out of a mean; the row's score is the mean of ``rank_by``."""
-    import math
-
     taken: dict[Any, list[RoundResult]] = {}
     for result in results:
         for entrant in result.metrics:

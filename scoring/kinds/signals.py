@@ -16,11 +16,13 @@ metric over the last ``standings_window`` resolved rounds an entrant took part i
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtri
 
 from scoring import csvfile
 from scoring.errors import RowError, ValidationFailed
@@ -187,8 +189,6 @@ class SignalsKind(RoundKind):
         ]) + "\n"
 
     def example_submission(self, cases: CaseSet, config: Mapping[str, Any]) -> tuple[str, bytes]:
-        import zlib
-
         lines = ["id,prediction"]
         for c in cases.cases:
             lines.append(f"{c.case_id},{zlib.crc32(c.case_id.encode()) / 2**32:.6f}")
@@ -299,8 +299,6 @@ class SignalsKind(RoundKind):
         contribution = np.full(len(prediction), np.nan)
         if scored.sum() >= 2:
             codes, counts, constant = rank_codes(prediction[scored][None, :])
-            from scipy.special import ndtri
-
             g = ndtri(percentile_ranks(codes, counts)[0])
             gauss[scored] = g
             if not constant[0]:

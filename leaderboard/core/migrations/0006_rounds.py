@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 def board_order_from_scores(apps, schema_editor):
     """Existing board rows get the order key their stored score implies (the rank column goes)."""
-    from scoring.kinds import get_kind
+    from scoring.kinds import get_kind  # noqa: PLC0415 -- loaded only when this data migration runs, not when the migrations are listed
 
     LeaderboardRow = apps.get_model("core", "LeaderboardRow")
     for row in LeaderboardRow.objects.select_related("round__benchmark", "submission").iterator():
