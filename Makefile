@@ -7,7 +7,7 @@ RUNTIME_VENV := .venv-runtime
 PORT ?= 8000
 export PORT
 
-.PHONY: demo dev test runtime-check serve migrate worker bench clean-data
+.PHONY: demo dev test lint runtime-check serve migrate worker bench clean-data
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,10 +44,16 @@ dev: migrate
 worker: $(VENV)/.installed
 	$(PY) -m celery -A leaderboard worker --queues scoring
 
+# The linter and the type checker (rules and reasons in pyproject.toml).
+lint: $(VENV)/.installed-dev
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
 # Tests keep their own data folder (SQLite test database, file broker, uploads),
-# so a running demo never sees their tasks. With CI=true the runtime-only check
-# runs after the suite.
+# so a running demo never sees their tasks. The whole suite (no PYTEST_ARGS, as CI
+# runs it) starts with make lint. With CI=true the runtime-only check runs after it.
 test: $(VENV)/.installed-dev
+	@if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory lint; fi
 	DATA_DIR=$(CURDIR)/data/test $(PY) -m pytest $(PYTEST_ARGS)
 	@if [ "$$CI" = "true" ]; then $(MAKE) --no-print-directory runtime-check; fi
 

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 if "postgres" not in os.environ.get("DATABASE_URL", ""):
     sys.exit("set DATABASE_URL to a scratch PostgreSQL database (it is created if missing)")
-import psycopg  # noqa: E402
+import psycopg
 
 _base, _name = os.environ["DATABASE_URL"].rsplit("/", 1)
 with psycopg.connect(f"{_base}/postgres", autocommit=True) as _conn:
@@ -47,21 +47,21 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
 os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="boards-bench-"))
 os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.utils import timezone  # noqa: E402
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.utils import timezone
 
-from leaderboard.core.models import Entrant, LeaderboardRow, Round, Submission  # noqa: E402
-from leaderboard.core.services import submissions as submission_service  # noqa: E402
-from leaderboard.core.services.benchmarks import benchmark_load_bundle  # noqa: E402
-from leaderboard.core.services.uploads import submission_create  # noqa: E402
-from leaderboard.demo import properties as demo  # noqa: E402
-from tests.support.server import start_gunicorn  # noqa: E402
-from tests.support.worker import stop_worker  # noqa: E402
+from leaderboard.core.models import Entrant, LeaderboardRow, Round, Submission
+from leaderboard.core.services import submissions as submission_service
+from leaderboard.core.services.benchmarks import benchmark_load_bundle
+from leaderboard.core.services.uploads import submission_create
+from leaderboard.demo import properties as demo
+from tests.support.server import start_gunicorn
+from tests.support.worker import stop_worker
 
 
 def fill(benchmark, start: int, n: int) -> None:
@@ -122,7 +122,7 @@ def fetch(url: str, cookie: str | None = None) -> float:
 
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def main() -> None:
@@ -196,7 +196,7 @@ def main() -> None:
                 n += 1
                 try:
                     done.append(fetch(make(), cookie if "logged" in label else None))
-                except Exception as exc:  # noqa: BLE001 - counted and printed
+                except Exception as exc:
                     errors.append(repr(exc))
 
         threads = [threading.Thread(target=client_loop, args=(i,)) for i in range(16)]

@@ -35,9 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from leaderboard.deid import deidentify, load_lists  # noqa: E402
-from leaderboard.deid import tokens as T  # noqa: E402
-from leaderboard.demo.impact import known_identifier_corpus  # noqa: E402
+from leaderboard.deid import deidentify, load_lists
+from leaderboard.deid import tokens as T
+from leaderboard.demo.impact import known_identifier_corpus
 
 
 def count(s: str, text: str) -> int:

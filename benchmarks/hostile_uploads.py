@@ -18,9 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from leaderboard.demo.properties import baseline_submissions, write_bundle  # noqa: E402
-from scoring.errors import ValidationFailed  # noqa: E402
-from scoring.kinds import get_kind  # noqa: E402
+from scoring.errors import ValidationFailed
+from scoring.kinds import get_kind
+
+from leaderboard.demo.properties import baseline_submissions, write_bundle
 
 CAP = 10 * 1024 * 1024
 

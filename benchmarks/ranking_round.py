@@ -24,7 +24,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scoring.metrics_ranking import score_ranking_horizons  # noqa: E402
+from scoring.metrics_ranking import score_ranking_horizons
 
 HORIZONS = ("10d", "30d")
 

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 if "postgres" not in os.environ.get("DATABASE_URL", "") or not os.environ.get("REDIS_URL"):
     sys.exit("set DATABASE_URL (a scratch PostgreSQL database) and REDIS_URL (a scratch Redis database)")
-import psycopg  # noqa: E402
+import psycopg
 
 _base, _name = os.environ["DATABASE_URL"].rsplit("/", 1)
 with psycopg.connect(f"{_base}/postgres", autocommit=True) as _conn:
@@ -45,18 +45,18 @@ with psycopg.connect(f"{_base}/postgres", autocommit=True) as _conn:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
 os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="round-bench-"))
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-import numpy as np  # noqa: E402
-from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.utils import timezone  # noqa: E402
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connection
+from django.utils import timezone
 
-from leaderboard.core.api.auth import token_create  # noqa: E402
-from leaderboard.core.models import (  # noqa: E402
+from leaderboard.core.api.auth import token_create
+from leaderboard.core.models import (
     Entrant,
     LeaderboardRow,
     Stake,
@@ -64,10 +64,10 @@ from leaderboard.core.models import (  # noqa: E402
     SubmissionArray,
     TruthVersion,
 )
-from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load  # noqa: E402
-from tests.support.server import start_gunicorn  # noqa: E402
-from tests.support.signals import signals_benchmark  # noqa: E402
-from tests.support.worker import purge_broker, start_worker, stop_worker, wait_until_ready  # noqa: E402
+from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load
+from tests.support.server import start_gunicorn
+from tests.support.signals import signals_benchmark
+from tests.support.worker import purge_broker, start_worker, stop_worker, wait_until_ready
 
 
 def universe_csv(ids: list[str], rng) -> bytes:

@@ -36,7 +36,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scoring.rounds import score_signals_round  # noqa: E402
+from scoring.rounds import score_signals_round
 
 N_IDS = 5_000
 TIED_SHARE = 0.2

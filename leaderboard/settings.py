@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -86,7 +87,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": os.environ.get("SQLITE_PATH") or DATA_DIR / "db.sqlite3",
+            "NAME": os.environ.get("SQLITE_PATH") or str(DATA_DIR / "db.sqlite3"),
             # Wait for the writer lock instead of failing at once: the web
             # server and the worker write to the same file.
             "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
@@ -128,7 +129,7 @@ LOGOUT_REDIRECT_URL = "benchmark_list"
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     # Falls back to each process's memory while Redis is unreachable (leaderboard/core/cache.py).
-    CACHES = {"default": {"BACKEND": "leaderboard.core.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
+    CACHES: dict[str, dict[str, Any]] = {"default": {"BACKEND": "leaderboard.core.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
                           "OPTIONS": {"socket_connect_timeout": envfloat("REDIS_CONNECT_TIMEOUT", 1.0),
                                       "socket_timeout": envfloat("REDIS_TIMEOUT", 2.0)}}}
 else:
@@ -189,7 +190,7 @@ SPECTACULAR_SETTINGS = {
 # --- Celery -----------------------------------------------------------------
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
         # An unacknowledged task of a dead worker goes back to the queue after
         # this many seconds. A backstop only: heartbeats and the sweep requeue
         # a dead worker's submission within a minute, and a long healthy task

@@ -148,11 +148,11 @@ def read_table(data: bytes, *, errs: ErrorList, max_bytes: int, required: Sequen
         errs.raise_if_any()
     text = decode(data, errs)
     if text is None:
-        errs.raise_if_any()
+        errs.fail()
     header_line = next(Lines._LINE.finditer(text), None)  # how wide a row may be
     if header_line is None or not header_line.group().strip():
         errs.add("the first row (the header) is blank", row=1)
-        errs.raise_if_any()
+        errs.fail()
     header_width = header_line.group().count(",") + 1
     lines = Lines(text, limit=max(len(header_line.group()), (MAX_CELL_CHARS + 3) * header_width + 64))
     reader = csv.reader(lines)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class RowError:
     column: str | None = None
     file: str | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out = {"row": self.row, "column": self.column, "message": self.message}
         if self.file is not None:
             out["file"] = self.file
@@ -83,3 +84,7 @@ class ErrorList:
     def raise_if_any(self, *, too_large: bool = False) -> None:
         if self.items:
             raise ValidationFailed(self.finish(), too_large=too_large)
+
+    def fail(self) -> NoReturn:
+        """Raise what was collected: for a caller that has just added the error that stops it."""
+        raise ValidationFailed(self.finish())

@@ -27,8 +27,8 @@ from scoring.metrics_portfolio import (
 from scoring.metrics_properties import spearman, top_fraction_recall
 from scoring.metrics_ranking import rank_targets, symmetric_ndcg_at_k
 from scoring.metrics_signals import (
-    correlation_contribution,
     corr_with_meta_model,
+    correlation_contribution,
     feature_neutral_corr,
     gaussianize,
     neutralize,

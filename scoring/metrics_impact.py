@@ -148,7 +148,7 @@ def _optional_floats(values: Sequence[Any] | None, n: int, name: str) -> list[fl
 
 
 def empty_confusion_matrix() -> dict[str, dict[str, int]]:
-    return {a: {p: 0 for p in DIRECTIONS} for a in DIRECTIONS}
+    return {a: dict.fromkeys(DIRECTIONS, 0) for a in DIRECTIONS}
 
 
 def direction_confusion_matrix(predicted: Sequence[str], actual: Sequence[str]) -> dict[str, dict[str, int]]:

@@ -179,9 +179,10 @@ class ComparisonSet:
     entrants whose first round started this set.
     """
 
-    members: tuple[Hashable, ...]
-    rounds: tuple[Hashable, ...]
-    joined: tuple[Hashable, ...]
+    # Any hashable ids (entrants' and rounds' as the caller names them).
+    members: tuple[Any, ...]
+    rounds: tuple[Any, ...]
+    joined: tuple[Any, ...]
 
 
 def comparison_sets(
@@ -202,7 +203,7 @@ def comparison_sets(
     every_round = set().union(*completed.values()) if completed else set()
     if round_order is None:
         try:
-            round_order = sorted(every_round)
+            round_order = sorted(every_round)  # type: ignore[type-var]  # any hashable id: unsortable ones raise
         except TypeError:
             raise ValueError("round ids are not sortable; pass round_order (chronological)") from None
     position = {r: i for i, r in enumerate(round_order)}
@@ -213,7 +214,7 @@ def comparison_sets(
         raise ValueError(f"rounds missing from round_order: {sorted(map(str, unknown))[:5]}")
 
     first = {e: min(position[r] for r in rounds) for e, rounds in completed.items() if rounds}
-    joining = sorted(first, key=first.get)  # stable: ties keep the mapping's order
+    joining = sorted(first, key=first.__getitem__)  # stable: ties keep the mapping's order
     sets = []
     for start in sorted(set(first.values())):
         members = tuple(e for e in joining if first[e] <= start)
@@ -221,7 +222,7 @@ def comparison_sets(
         sets.append(
             ComparisonSet(
                 members=members,
-                rounds=tuple(sorted(shared, key=position.get)),
+                rounds=tuple(sorted(shared, key=position.__getitem__)),
                 joined=tuple(e for e in members if first[e] == start),
             )
         )

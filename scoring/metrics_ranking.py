@@ -36,14 +36,14 @@ from scoring.rounds import (
 )
 
 __all__ = [
-    "symmetric_ndcg_at_k",
-    "rank_targets",
+    "RankingRound",
+    "meta_residuals",
     "rank_scaled",
     "rank_scaled_mean",
-    "spearman_rows",
-    "meta_residuals",
-    "RankingRound",
+    "rank_targets",
     "score_ranking_horizons",
+    "spearman_rows",
+    "symmetric_ndcg_at_k",
 ]
 
 # A residual this small next to the centred prediction is rounding noise: the meta model
@@ -184,7 +184,7 @@ def score_ranking_horizons(values: np.ndarray, targets: np.ndarray, *, horizons:
         raise ValueError(f"{n_h} horizon columns but {len(horizons)} horizon names")
     if not np.isfinite(values).all():
         raise ValueError("every prediction must be a finite number")
-    weights = {h: 1.0 for h in horizons} if weights is None else {h: float(weights.get(h, 0.0)) for h in horizons}
+    weights = dict.fromkeys(horizons, 1.0) if weights is None else {h: float(weights.get(h, 0.0)) for h in horizons}
     metrics: dict[str, np.ndarray] = {}
     meta_model = np.full((n, n_h), np.nan)
     meta_metrics: dict[str, float] = {}

@@ -23,7 +23,6 @@ from scoring.rounds import (
     DEFAULT_MAX_FILTERED_RATIO,
     RoundMatrix,
     as_frame,
-    as_series,
     check_ids,
     neutralize_block,
     per_id_like,
@@ -34,17 +33,17 @@ from scoring.rounds import (
 )
 
 __all__ = [
-    "tie_kept_rank",
-    "tie_broken_rank",
-    "gaussianize",
-    "orthogonalize",
-    "neutralize",
-    "numerai_corr",
+    "corr_with_meta_model",
     "correlation_contribution",
     "feature_neutral_corr",
-    "stake_weighted_meta_model",
-    "corr_with_meta_model",
+    "gaussianize",
+    "neutralize",
+    "numerai_corr",
+    "orthogonalize",
     "pairwise_corr_stats",
+    "stake_weighted_meta_model",
+    "tie_broken_rank",
+    "tie_kept_rank",
 ]
 
 

@@ -183,7 +183,7 @@ def _tie_group_codes(boundary: np.ndarray) -> np.ndarray:
 def _scatter_rows(order: np.ndarray, values: np.ndarray, dtype: type) -> np.ndarray:
     """``out[r, order[r, j]] = values[r, j]``: one flat fancy assignment (faster than put_along_axis)."""
     rows, n = order.shape
-    out = np.empty((rows, n), dtype=dtype)
+    out: np.ndarray = np.empty((rows, n), dtype=dtype)
     flat = order + (np.arange(rows) * n)[:, None]
     out.ravel()[flat.ravel()] = np.broadcast_to(values, (rows, n)).ravel()
     return out
@@ -396,7 +396,7 @@ class RoundMatrix:
         """A matrix known only by its ranks over one set of rows (FNC's neutralized
         submissions): it scores families ranked over exactly those rows, nothing else."""
         matrix = cls(np.empty((0, 0)), ids, names, **options)
-        matrix.values = None
+        matrix.values = None  # type: ignore[assignment]  # a matrix of ranks only: nothing reads its values
         matrix.shape = ranks.codes.shape
         matrix._ranks[None if ranks.rows.all() else ranks.rows.tobytes()] = ranks
         return matrix
@@ -415,7 +415,7 @@ class RoundMatrix:
             yield from map(fn, items)
             return
         with ThreadPoolExecutor(self.workers) as pool:
-            pending: deque = deque()
+            pending: deque[Any] = deque()
             for item in items:
                 pending.append(pool.submit(fn, item))
                 if len(pending) >= 2 * self.workers:
@@ -632,8 +632,9 @@ def _score_families(matrix: RoundMatrix, families: list[_Family]) -> tuple[dict[
             if not live:
                 continue
 
-            def work(chunk: np.ndarray, live=live, ranks=ranks, ids=ids) -> list[np.ndarray]:
-                blocks: dict[Callable, np.ndarray] = {}
+            def work(chunk: np.ndarray, live: list[tuple[_Family, _Context]] = live, ranks: Ranks = ranks,
+                     ids: np.ndarray | None = ids) -> list[np.ndarray]:
+                blocks: dict[Callable[[int], np.ndarray], np.ndarray] = {}
                 out = []
                 for family, ctx in live:
                     if family.table not in blocks:
@@ -761,12 +762,14 @@ def _feature_neutral_corr(
         family = _CorrFamily("fnc", matrix.ids[row_ids], target, power_target=True, ratio=ratio, what="the target")
         direct = family.rows.all()  # else the residuals are ranked again over the ids with a target
         ctx = family.prepare(np.arange(n), cols) if direct else None
-        if direct and ctx.problem:
+        if ctx is not None and ctx.problem:
             problems.update({(int(c), "fnc"): ctx.problem for c in cols})
             continue
         basis = _residual_basis(feature_values[row_ids])
 
-        def neutral_part(start: int, ids=ids, basis=basis, family=family, ctx=ctx):
+        def neutral_part(start: int, ids: np.ndarray | None = ids, basis: np.ndarray = basis,
+                         family: _CorrFamily = family, ctx: _Context | None = ctx, cols: np.ndarray = cols,
+                         n: int = n) -> Any:
             chunk = cols[start : start + step]
             gauss = ranks.lookup(chunk, gaussian_table, ids)  # (submissions, ids)
             tolerance = _RESIDUAL_TIE * np.abs(gauss).max(axis=1)
@@ -777,6 +780,7 @@ def _feature_neutral_corr(
                 codes, _, constant = rank_codes(np.where(family.rows, runs.snapped(residual), np.nan))
                 return codes, constant
             table = power_table(n)
+            assert ctx.vectors is not None  # prepared without a problem: it has its vectors
             products = ctx.vectors[:, 0][runs.order] @ table[0 : 2 * n : 2]  # every row as if untied
             sx = np.full(len(chunk), table[0 : 2 * n : 2].sum())
             sxx = np.full(len(chunk), table[0 : 2 * n : 2] @ table[0 : 2 * n : 2])
@@ -865,12 +869,12 @@ def _symmetric_max_mean(unit: np.ndarray, single: np.ndarray | None = None,
         start, block = starts[i], blocks[i]
         stop = start + block.shape[0]
         rows, cols = np.nonzero(block >= (best32[start:stop, None] - _SCREEN_MARGIN))
-        a, b = [rows + start], [cols + start]
+        parts_a, parts_b = [rows + start], [cols + start]
         if stop < m:  # the same products, seen from the later rows (compared without transposing)
             cols, later = np.nonzero(block[:, block.shape[0]:] >= (best32[None, stop:] - _SCREEN_MARGIN))
-            a.append(later + stop)
-            b.append(cols + start)
-        a, b = np.concatenate(a), np.concatenate(b)
+            parts_a.append(later + stop)
+            parts_b.append(cols + start)
+        a, b = np.concatenate(parts_a), np.concatenate(parts_b)
         return a, np.einsum("ij,ij->i", unit[a], unit[b])
 
     best = np.full(m, -np.inf)
@@ -1081,7 +1085,7 @@ def score_signals_round(
     return RoundScores(scores, named)
 
 
-def _blas_threads(matrix: RoundMatrix) -> AbstractContextManager:
+def _blas_threads(matrix: RoundMatrix) -> AbstractContextManager[object]:
     """One BLAS thread per call while the matrix' thread pool runs the work: the pool is the
     parallelism, and BLAS threads inside pool threads would only contend for the same cores
     (on a busy 2-core machine they spun: 11 s of CPU for MCWNM's products against 8 s).

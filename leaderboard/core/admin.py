@@ -10,6 +10,8 @@ never edited by hand.
 """
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
 from django.contrib import admin, messages
 from django.shortcuts import get_object_or_404, redirect, render
@@ -40,8 +42,9 @@ class TruthUploadForm(forms.Form):
 
     def __init__(self, *args, benchmark=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["round"].queryset = m.Round.objects.filter(benchmark=benchmark).order_by("-number")
-        self.fields["round"].initial = self.fields["round"].queryset.first()
+        rounds = cast(forms.ModelChoiceField, self.fields["round"])
+        rounds.queryset = m.Round.objects.filter(benchmark=benchmark).order_by("-number")
+        rounds.initial = rounds.queryset.first()
 
 
 class RoundForm(forms.ModelForm):
@@ -49,7 +52,7 @@ class RoundForm(forms.ModelForm):
 
     class Meta:
         model = m.Round
-        fields = "__all__"
+        fields = "__all__"  # noqa: DJ007 -- the admin passes the fields it shows (read-only ones left out)
         help_texts = {"closes_at": "When submissions stop (UTC). A static competition's round closes by itself "
                                    "at this time; once passed (or closed), it cannot move."}
 
@@ -304,7 +307,7 @@ class CaseAdmin(admin.ModelAdmin):
     @admin.action(description="De-identify the selected cases again")
     def deidentify(self, request, queryset):
         backend = deid_backend()
-        by_round = {}
+        by_round: dict[m.Round, list[str]] = {}
         for case in queryset.select_related("round"):
             by_round.setdefault(case.round, []).append(case.external_id)
         done = sum(cases_deidentify(round_=r, backend=backend, case_ids=ids).cases for r, ids in by_round.items())

@@ -24,7 +24,7 @@ def bulk_insert(model: type[models.Model], objects: Iterable[models.Model], *, b
         return 0
     conn = transaction.get_connection(router.db_for_write(model))
     if conn.vendor != "postgresql":
-        model.objects.bulk_create(objects, batch_size=batch_size)
+        model._default_manager.bulk_create(objects, batch_size=batch_size)
         return len(objects)
     opts = model._meta
     fields = [f for f in opts.concrete_fields if not f.generated and not (f.primary_key and f.db_returning)]

@@ -1,3 +1,5 @@
+from typing import cast
+
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
@@ -17,7 +19,7 @@ class SubmitForm(forms.Form):
 
     def __init__(self, *args, entrants=(), **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["entrant"].choices = [(e.pk, e.name) for e in entrants]
+        cast(forms.ChoiceField, self.fields["entrant"]).choices = [(e.pk, e.name) for e in entrants]
 
 
 class TokenForm(forms.Form):

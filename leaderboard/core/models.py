@@ -59,7 +59,7 @@ class RoundQuerySet(models.QuerySet):
         return self.filter(models.Exists(Case.objects.filter(round=models.OuterRef("pk"))))
 
 
-def universe_upload_to(instance: "Round", filename: str) -> str:
+def universe_upload_to(instance: Round, filename: str) -> str:
     suffix = PurePath(filename).suffix.lower()[:10]
     return f"universes/{timezone.now():%Y/%m/%d}/{uuid.uuid4().hex}{suffix}"
 
@@ -217,7 +217,7 @@ class Stake(models.Model):
         ]
 
 
-def submission_upload_to(instance: "Submission", filename: str) -> str:
+def submission_upload_to(instance: Submission, filename: str) -> str:
     # Stored under a generated name; the participant's name is kept in original_name.
     suffix = PurePath(filename).suffix.lower()[:10]
     now = timezone.now()
@@ -278,7 +278,8 @@ class Submission(models.Model):
                                       related_name="+")
     # The client's Idempotency-Key header, unique per user: a retried upload
     # returns this submission instead of storing (and counting) another.
-    idempotency_key = models.CharField(max_length=128, null=True, blank=True)
+    # NULL (not '') when there is no key: the unique (user, key) constraint lets any number of NULLs through.
+    idempotency_key = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
     # SHA-256 of what the keyed request asked for, so the same key with another body is refused.
     idempotency_fingerprint = models.CharField(max_length=64, blank=True)
     received_at = models.DateTimeField(default=timezone.now)

@@ -9,9 +9,10 @@ filter values its script (static/core/case_table.js) reads.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Number
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
@@ -61,7 +62,8 @@ def metric_lines(kind: Kind, config: Mapping[str, Any], metrics: Mapping[str, An
             continue
         low_name, high_name = kind.metric_intervals.get(name, (None, None))
         lines.append(MetricLine(specs.get(name) or MetricSpec(name, name), metrics[name],
-                                metrics.get(low_name), metrics.get(high_name)))
+                                metrics.get(low_name) if low_name else None,
+                                metrics.get(high_name) if high_name else None))
     return lines
 
 
@@ -111,16 +113,16 @@ def confusion_table(matrix: Mapping[str, Mapping[str, int]], *, order: Sequence[
     """
     words = {**CONFUSION_LABELS, **(labels or {})}
     columns = words["columns"] or (None, None)
-    labels = list(order) if order else list(matrix)
-    labels += [k for k in matrix if k not in labels]
-    counts = [[int((matrix.get(a) or {}).get(p, 0)) for p in labels] for a in labels]
+    names = list(order) if order else list(matrix)
+    names += [k for k in matrix if k not in names]
+    counts = [[int((matrix.get(a) or {}).get(p, 0)) for p in names] for a in names]
     total = sum(map(sum, counts))
     peak = max((n for row in counts for n in row), default=0)
     rows = []
-    for a, row in zip(labels, counts):
+    for a, row in zip(names, counts):
         row_total = sum(row)
         cells = []
-        for p, n in zip(labels, row):
+        for p, n in zip(names, row):
             shade = n / peak if peak else 0.0
             cells.append({
                 "actual": a, "predicted": p, "count": n, "correct": a == p,
@@ -128,13 +130,13 @@ def confusion_table(matrix: Mapping[str, Mapping[str, int]], *, order: Sequence[
                 "shade": round(shade, 3), "dark": shade > 0.55,
             })
         rows.append({"label": a, "cells": cells, "total": row_total})
-    correct = sum(counts[i][i] for i in range(len(labels)))
+    correct = sum(counts[i][i] for i in range(len(names)))
     return {
         "title": words["title"], "of": words["of"], "correct_text": words["correct"],
         "actual_column": columns[0], "predicted_column": columns[1],
-        "labels": labels,
+        "labels": names,
         "rows": rows,
-        "column_totals": [sum(counts[i][j] for i in range(len(labels))) for j in range(len(labels))],
+        "column_totals": [sum(counts[i][j] for i in range(len(names))) for j in range(len(names))],
         "total": total,
         "correct": correct,
         "accuracy": 100.0 * correct / total if total else None,
@@ -176,7 +178,7 @@ def calibration_view(bins: Sequence[Mapping[str, Any]], *, without_confidence: i
         label = f"{b['low']:.1f}–{b['high']:.1f}"
         table.append({"label": label, "count": count, "mean_confidence": conf, "accuracy": acc, "gap": gap,
                       "bar": acc})
-        if not count or acc is None:
+        if not count or acc is None or conf is None:
             continue
         x0, x1 = x(b["low"]) + 2, x(b["high"]) - 2
         top = y(acc)
@@ -274,7 +276,7 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
     for row in rows:
         keys.extend(k for k in row if k not in keys)
     orders = kind.case_column_orders
-    columns = []
+    columns: list[dict[str, Any]] = []
     for key in keys:
         values = [row.get(key) for row in rows]
         col_type = _column_type(key, values, orders)
@@ -392,7 +394,8 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
     def y(v: float) -> float:
         return round(ICHART_TOP + (1 - (v - low) / (high - low)) * ph, 2)
 
-    lines, labels = [], []
+    lines: list[dict[str, Any]] = []
+    labels: list[dict[str, Any]] = []
     for n, name in enumerate(e for e in entrants if e in series):
         by_version = {p["version"]: p["metrics"].get(metric.name) for p in series[name]}
         pts = [(x(i), y(by_version[v])) for i, v in enumerate(order)
@@ -404,6 +407,7 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
                       "dash": dash, "dots": [{"x": px, "y": py} for px, py in pts]})
         labels.append({"name": name, "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": colour})
     if ref_values:
+        assert reference is not None  # reference values come from the reference metric
         pts = [(x(i), y(ref_values[v])) for i, v in enumerate(order) if v in ref_values]
         lines.append({"name": reference[1], "points": " ".join(f"{px},{py}" for px, py in pts), "colour": "#1a202c",
                       "dash": "1 4", "dots": [{"x": px, "y": py} for px, py in pts], "reference": True})
@@ -416,13 +420,13 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         lab["y"] = round(lab["y"] + 4, 2)
     x_ticks = [{"x": x(i), "label": str(versions[v]["as_of"] or ("final" if not versions[v]["interim"] else f"v{v}")),
                 "final": not versions[v]["interim"]} for i, v in enumerate(order)]
-    table = []
+    table: list[dict[str, Any]] = []
     for name in entrants:
         if name not in series:
             continue
         by_version = {p["version"]: p["metrics"].get(metric.name) for p in series[name]}
         table.append({"entrant": name, "values": [by_version.get(v) for v in order]})
-    if ref_values:
+    if ref_values and reference is not None:
         table.append({"entrant": reference[1], "values": [ref_values.get(v) for v in order], "reference": True})
     return {
         "metric": metric,
@@ -431,7 +435,7 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         "y_ticks": [{"y": y(t), "label": metric.fmt.format(t) if metric.fmt else f"{t:g}"} for t in ticks],
         "zero": y(0.0) if low < 0 < high else None,
         "x_ticks": x_ticks, "lines": lines, "labels": labels, "has_final": any(t["final"] for t in x_ticks),
-        "columns": x_ticks, "table": table, "reference": reference[1] if ref_values else None,
+        "columns": x_ticks, "table": table, "reference": reference[1] if ref_values and reference else None,
         "x_label_y": ICHART_H - 6, "x_mid": round(ICHART_LEFT + pw / 2, 2), "y_mid": round(ICHART_TOP + ph / 2, 2),
     }
 

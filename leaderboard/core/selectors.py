@@ -39,6 +39,7 @@ from leaderboard.core.services.casedata import (
     round_universe,
     truth_for,
 )
+
 # Which rounds take uploads and which is current are the pages' reads too (re-exported).
 from leaderboard.core.services.rounds import current_round as current_round
 from leaderboard.core.services.rounds import leaderboard_round

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import markdown
 import nh3
@@ -10,8 +11,8 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.http import Http404, HttpResponse, HttpResponseServerError, JsonResponse
-from django.template.loader import render_to_string
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.utils.decorators import method_decorator
 from django.utils.safestring import mark_safe
@@ -24,8 +25,8 @@ from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
-from leaderboard.core.services.casedata import round_caseset
 from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.casedata import round_caseset
 from leaderboard.core.services.entrants import account_create, entrant_create, entrant_default
 from leaderboard.core.services.predictions import predictions_source
 from leaderboard.core.services.rounds import round_takes_submissions, submissions_refusal
@@ -109,7 +110,7 @@ def benchmark_detail(request, slug):
 
 def _once(fetch):
     """``fetch`` run at most once (a board page read for both a summary and a table that missed)."""
-    done = []
+    done: list[Any] = []
 
     def run():
         if not done:
@@ -364,7 +365,7 @@ def verify_page(request, slug):
     upload = request.FILES.get("file")
     errors, result, status = [], None, 200
     throttle = ScopedRateThrottle()  # the API's verify rate, shared with the endpoint
-    if not throttle.allow_request(request, _VerifyScope):
+    if not throttle.allow_request(request, _VerifyScope):  # type: ignore[arg-type]  # the throttle reads only its scope
         errors, status = [{"row": None, "column": None,
                            "message": f"too many dry runs; try again in {int(throttle.wait() or 60)} s"}], 429
     elif upload is None:
@@ -560,7 +561,7 @@ def server_error(request):
         return JsonResponse({"detail": message, "errors": [{"row": None, "column": None, "message": message}],
                              "request_id": request_id}, status=500)
     try:
-        html = render_to_string("500.html", {"request_id": request_id})
+        html: str = render_to_string("500.html", {"request_id": request_id})
     except Exception:  # the error may be in the templates themselves
         html = f"<!doctype html><title>Server error</title><h1>Server error</h1><p>{message}</p>"
     return HttpResponseServerError(html)

@@ -29,6 +29,6 @@ __all__ = [
     "load_lists",
     "make_backend",
     "output_problems",
-    "reidentification_check",
     "regex_stage",
+    "reidentification_check",
 ]

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from leaderboard.deid.llm import OpenAICompatibleBackend, llm_redact
 from leaderboard.deid.regex import DeidLists, load_lists, regex_stage

@@ -51,9 +51,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from leaderboard.deid import tokens as T
 
@@ -148,7 +149,7 @@ class DeidLists:
         regions: Sequence[str] = (),
         conferences: Sequence[str] = (),
         diagnostics: Sequence[str] = (),
-    ) -> "DeidLists":
+    ) -> DeidLists:
         rules: list[Rule] = []
         year = r"(?:19|20)\d\d"
         if conferences:

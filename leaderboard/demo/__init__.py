@@ -4,8 +4,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 
 def write_bundle_files(directory: Path, meta: dict[str, Any], header: list[str],

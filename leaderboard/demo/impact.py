@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from scoring import metrics_impact as mi
+
 from leaderboard.deid import tokens as T
 from leaderboard.deid.regex import load_lists
 from leaderboard.demo import write_bundle_files
-from scoring import metrics_impact as mi
 
 SLUG = "oncology-catalysts"
 N_CASES = 200
@@ -161,7 +162,7 @@ class _Gen:
         lists = load_lists()
         self.cities = [c for c in lists.cities if " " not in c or c in ("San Diego", "New York")]
         self.institutions = [i for i in lists.institutions if len(i) > 8]
-        self.conferences = [c for c in lists.conferences if len(c) > 3 and "Meeting" in c or c in ("ESMO Congress", "San Antonio Breast Cancer Symposium", "EHA Congress")]
+        self.conferences = [c for c in lists.conferences if (len(c) > 3 and "Meeting" in c) or c in ("ESMO Congress", "San Antonio Breast Cancer Symposium", "EHA Congress")]
         self.real_trials = [t for t in lists.trial_names if re.search(r"\d", t)]
         self.used_names: set[str] = set()
         self.used_tickers: set[str] = {"FDA", "ORR", "PFS", "CEO", "NYSE", "EMA"}

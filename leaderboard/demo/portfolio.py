@@ -151,7 +151,7 @@ class DemoRound:
                          "cash keeps dry powder. No single-stock risk this round.")
             confidence = 0.4
         elif model == "cb-equal":
-            alloc = {o: 8.33 for o in names[:-1]} | {names[-1]: 8.37}
+            alloc = dict.fromkeys(names[:-1], 8.33) | {names[-1]: 8.37}
             rationale = "No view: an equal-weight baseline across all twelve options, fully invested."
             confidence = 0.2
         elif model == "cb-concentrated":

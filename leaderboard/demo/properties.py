@@ -22,6 +22,7 @@ import csv
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ PROPERTIES = [
     {"name": "Titer", "higher_is_better": True, "recall": True},
     {"name": "PR_CHO", "higher_is_better": False, "recall": False},
 ]
-NAMES = [p["name"] for p in PROPERTIES]
+NAMES: list[str] = [str(p["name"]) for p in PROPERTIES]
 DECIMALS = {"AC-SINS_pH7.4": 2, "Tm2": 2, "HIC": 3, "Titer": 1, "PR_CHO": 3}
 
 CONFIG = {
@@ -175,16 +176,16 @@ def _traits(cdrs: list[list[str]]) -> dict[str, np.ndarray]:
     }
 
 
-def _generate(seed: int) -> dict[str, np.ndarray | list]:
+def _generate(seed: int) -> dict[str, Any]:
     """Ids, folds, splits, sequences and truth per property, all from ``seed``."""
     rng = np.random.default_rng(seed)
     n = N_ANTIBODIES
     bias_h, bias_c = rng.standard_normal((2, n))
     heavy, light, cdrs = [], [], []
     for i in range(n):
-        h, l, c = _antibody(rng, bias_h[i], bias_c[i])
+        h, lc, c = _antibody(rng, bias_h[i], bias_c[i])
         heavy.append(h)
-        light.append(l)
+        light.append(lc)
         cdrs.append(c)
     t = _traits(cdrs)
     hydro, charge = t["hydro"], t["charge"]
@@ -238,7 +239,7 @@ def write_bundle(directory: Path, seed: int = 7) -> Path:
 def composition(heavy: list[str], light: list[str]) -> np.ndarray:
     """Amino-acid composition of each antibody (both chains): one column per residue, fractions."""
     out = np.zeros((len(heavy), len(AMINO_ACIDS)))
-    for i, seq in enumerate(h + l for h, l in zip(heavy, light)):
+    for i, seq in enumerate(h + lc for h, lc in zip(heavy, light)):
         for j, a in enumerate(AMINO_ACIDS):
             out[i, j] = seq.count(a) / len(seq)
     return out

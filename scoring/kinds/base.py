@@ -26,9 +26,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class CaseSet:
     def by_id(self) -> dict[str, Case]:
         return {c.case_id: c for c in self.cases}
 
-    def in_splits(self, splits) -> "CaseSet":
+    def in_splits(self, splits: Collection[str]) -> CaseSet:
         """The cases of the given splits, in order."""
         return CaseSet([c for c in self.cases if c.split in splits])
 
@@ -244,7 +245,7 @@ class Kind:
         """Extra views of a submission's per-case rows for its page (e.g. a confusion matrix)."""
         return None
 
-    def summary_views(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
+    def summary_views(self, case_rows: Sequence[Mapping[str, Any]], *, split: str) -> dict[str, Any] | None:
         """What the submission page draws beside the metrics, in the pages' terms: any of
         ``confusion_matrix`` ({actual: {predicted: n}}) with ``confusion_order`` and
         ``confusion_labels`` (``title``, ``of``: what the rows and columns are, ``correct``:
@@ -571,7 +572,7 @@ def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()
             if message:
                 errs.add(message, row, f)
                 ok = False
-            else:
+            elif value is not None:
                 public[f] = value
         if ok:
             cases.append(Case(cid, "public", public))
@@ -580,7 +581,8 @@ def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()
 
 
 def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], max_bytes: int,
-                   check=None, filename: str | None = None, every_id: bool = True,
+                   check: Callable[[float, str], str | None] | None = None, filename: str | None = None,
+                   every_id: bool = True,
                    empty_ok: bool = False, what: str = "prediction") -> np.ndarray:
     """A CSV ``id,<columns>`` aligned to the universe: (ids, columns) float64, NaN where empty.
 
@@ -614,6 +616,7 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
             raw = rec[p]
             if empty_ok and not raw.strip():
                 continue
+            v: float | None
             try:
                 v = float(raw)
             except ValueError:

@@ -39,17 +39,18 @@ import io
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from scoring import metrics_impact as mi
-from scoring.metrics_uncertainty import bootstrap_ci
 from scoring import csvfile
+from scoring import metrics_impact as mi
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
+from scoring.metrics_uncertainty import bootstrap_ci
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "multiplier_coefficient": 0.5,
@@ -170,7 +171,7 @@ def _check_header(
     return ok
 
 
-def _number(raw: Any, *, from_csv: bool) -> float | None | str:
+def _number(raw: Any, *, from_csv: bool) -> float | str | None:
     """Parse a numeric cell: a float, None when absent, or an error message."""
     if raw is None:
         return None
@@ -298,7 +299,7 @@ class ImpactKind(Kind):
         cfg = self.validate_config(config)
         return {k: cfg[k] for k in ("multiplier_coefficient", "multiplier_min", "multiplier_max", "score_divisor", "score_clamp")}
 
-    def verify(self, parsed: "ImpactSubmission", *, cases: CaseSet, truth: Truth,
+    def verify(self, parsed: ImpactSubmission, *, cases: CaseSet, truth: Truth,
                config: Mapping[str, Any]) -> dict[str, Any]:
         return verify(parsed, cases, truth, config)
 
@@ -311,7 +312,7 @@ class ImpactKind(Kind):
     case_correct_column: ClassVar[str | None] = "exact_match"
     case_range_columns: ClassVar[tuple[str, ...]] = ("confidence",)
 
-    def summary_views(self, case_rows: list[dict[str, Any]], *, split: str) -> dict[str, Any] | None:
+    def summary_views(self, case_rows: Sequence[Mapping[str, Any]], *, split: str) -> dict[str, Any] | None:
         summary = submission_summary(case_rows, split=split)
         rows = [r for r in case_rows if r.get("split") == split]
         return {"confusion_matrix": summary["direction_confusion_matrix"],
@@ -455,7 +456,7 @@ class ImpactKind(Kind):
         errors = ErrorList()
         text = _decode(data, errors)
         if text is None:
-            errors.raise_if_any()
+            errors.fail()
         name = (filename or "").lower()
         stripped = text.lstrip()
         if name.endswith(".json") or (not name.endswith(".csv") and stripped[:1] in ("{", "[")):
@@ -504,7 +505,7 @@ class ImpactKind(Kind):
     def _parse_csv_text(self, text: str, *, cases: CaseSet, errors: ErrorList) -> ImpactSubmission:
         parsed = _read_csv(text, errors)
         if parsed is None:
-            errors.raise_if_any()
+            errors.fail()
         header, records = parsed
         if not _check_header(header, SUBMISSION_REQUIRED, SUBMISSION_OPTIONAL, errors):
             errors.raise_if_any()

@@ -22,9 +22,10 @@ all-available history (the rows: context, not the ranking).
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -195,7 +196,7 @@ class PortfolioKind(RoundKind):
             if message:
                 errs.add(message, row, START)
                 ok = False
-            elif price <= 0:
+            elif price is not None and price <= 0:
                 errs.add(f"a start price must be positive; got {csvfile.show(rec[pos[START]].strip())}", row, START)
                 ok = False
             if ok:
@@ -222,7 +223,8 @@ class PortfolioKind(RoundKind):
         if (filename or "").lower().endswith(".json") or head in (b"{", b"["):
             errs = ErrorList()
             text = csvfile.decode(data, errs)
-            errs.raise_if_any()
+            if text is None:
+                errs.fail()
             try:
                 body = json.loads(text)
             except (ValueError, RecursionError) as exc:
@@ -288,10 +290,12 @@ class PortfolioKind(RoundKind):
         if not isinstance(repeat, bool):
             errs.add("repeat must be true or false", None, "repeat")
         errs.raise_if_any()
+        assert values is not None and confidence is not None  # else an error was raised above
         return RoundSubmission(values, (PERCENT,), {"confidence": float(confidence), "rationale": rationale.strip()},
                                repeat=bool(repeat))
 
-    def _allocations(self, rows, universe: Universe, errs: ErrorList, *, csv_rows: bool) -> np.ndarray:
+    def _allocations(self, rows: Iterable[tuple[int, Any, Any]], universe: Universe, errs: ErrorList, *,
+                     csv_rows: bool) -> np.ndarray:
         """Percents aligned to the universe (SP500 row 0); errors name the row and the field."""
         values = np.zeros((len(universe), 1))
         first: dict[int, int] = {}
@@ -325,7 +329,7 @@ class PortfolioKind(RoundKind):
                 value, message = None, "percent must be a finite number"
             else:
                 value, message = float(raw), None
-            if message is None and value < 0:
+            if message is None and value is not None and value < 0:
                 message = f"percent must be at least 0 (no short positions); got {value:g}"
             if message:
                 errs.add(message, *where(i, PERCENT))
@@ -394,7 +398,7 @@ class PortfolioKind(RoundKind):
         return (END,)
 
     def parse_truth(self, data: bytes, *, filename: str, universe: Universe, config: Mapping[str, Any],
-                    final: bool, as_of=None) -> RoundTruth:
+                    final: bool, as_of: dt.date | None = None) -> RoundTruth:
         """``option,end_price``: options of the universe at most once, the ``SP500`` row required;
         an option left out has no price yet (portfolios holding it, and the oracle, wait)."""
         errs = ErrorList(file=filename or "prices.csv")
@@ -417,7 +421,7 @@ class PortfolioKind(RoundKind):
             else:
                 first[at] = row
             value, message = csvfile.number(rec[pos[END]])
-            if message is None and value < 0:
+            if message is None and value is not None and value < 0:
                 message = f"a price cannot be negative; got {value:g}"
             if message:
                 errs.add(message, row, END)
@@ -509,7 +513,8 @@ class PortfolioKind(RoundKind):
                     "cash": cid == CASH} for i, cid in enumerate(universe.ids)]
         allocatable = [i for i, cid in enumerate(universe.ids) if cid != INDEX]
         names = [universe.ids[i] for i in allocatable]
-        portfolios, runs = [], {}
+        portfolios: list[dict[str, Any]] = []
+        runs: dict[Any, list[np.ndarray]] = {}
         for f in frozen:
             percent = np.asarray(f["values"], dtype=np.float64).reshape(-1)[allocatable]
             if f.get("repeat"):
@@ -531,8 +536,8 @@ class PortfolioKind(RoundKind):
         for entrant, entrant_runs in sorted(runs.items()):
             if len(entrant_runs) < 2:
                 continue
-            summary = consistency_summary(np.vstack(entrant_runs), names)
-            consistency.append({"entrant": entrant, **summary})
+            agreement = consistency_summary(np.vstack(entrant_runs), names)
+            consistency.append({"entrant": entrant, **agreement})
         return {"options": options, "portfolios": portfolios, "consistency": consistency}
 
     # -- standings ------------------------------------------------------------------
@@ -545,7 +550,7 @@ class PortfolioKind(RoundKind):
         ordered = sorted(results, key=lambda r: r.number)
         oracle: dict[int, float] = {}
         returns: dict[Any, dict[int, float]] = {}
-        extra: dict[Any, dict[int, tuple[float | None, bool | None]]] = {}
+        extra: dict[Any, dict[int, tuple[float | None, float | None]]] = {}
         first_at: dict[Any, Any] = {}
         for r in ordered:
             for entrant, m in r.metrics.items():
@@ -565,7 +570,7 @@ class PortfolioKind(RoundKind):
             p_sum = sum(by_round[n] for n in numbers)
             o_sum = sum(oracle[n] for n in numbers)
             score = comparison_set_score([by_round[n] for n in numbers], [oracle[n] for n in numbers])
-            minus = [extra[entrant][n][0] for n in numbers if extra[entrant][n][0] is not None]
+            minus = [v for n in numbers if (v := extra[entrant][n][0]) is not None]
             beats = sum(1 for n in numbers if extra[entrant][n][1])
             metrics = {"score": score, "return_sum": p_sum, "oracle_sum": o_sum,
                        "minus_sp500_sum": sum(minus) if minus else None, "beats_cash_rounds": float(beats)}

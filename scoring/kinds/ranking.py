@@ -18,6 +18,7 @@ resolved rounds, ranked by ``score``.
 """
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 import zlib
@@ -93,10 +94,10 @@ class RankingKind(RoundKind):
             errors.append(_config_error("k", f"must be a whole number from 1 to 100000; got {k!r}"))
         weights = config.get("weights")
         if weights is None:
-            weights = {h: 1.0 for h in horizons}
+            weights = dict.fromkeys(horizons, 1.0)
         elif not isinstance(weights, dict):
             errors.append(_config_error("weights", 'must map each horizon to a weight, e.g. {"10d": 1, "30d": 1}'))
-            weights = {h: 1.0 for h in horizons}
+            weights = dict.fromkeys(horizons, 1.0)
         else:
             unknown = [h for h in weights if h not in horizons]
             missing = [h for h in horizons if h not in weights]
@@ -233,7 +234,7 @@ class RankingKind(RoundKind):
         return (*(f"return_{h}" for h in horizons), *(f"target_{h}" for h in horizons))
 
     def parse_truth(self, data: bytes, *, filename: str, universe: Universe, config: Mapping[str, Any],
-                    final: bool, as_of=None) -> RoundTruth:
+                    final: bool, as_of: dt.date | None = None) -> RoundTruth:
         """``id,return_<h>...``: realised returns, ids of the universe at most once, an empty cell
         for no return. Each horizon's returns become rank targets here, over the ids that have one."""
         horizons = self.validate_config(config)["horizons"]
@@ -277,7 +278,7 @@ class RankingKind(RoundKind):
                      f"predictions): score {mm['score']:.4f}; {shown}.")
         if m == 1:
             notes.append("With one counted submission the meta model is that submission: unique NDCG is n/a.")
-        columns = {name: values for name, values in result.metrics.items()}
+        columns = dict(result.metrics)
         return RoundOutcome([{name: _num(v[i]) for name, v in columns.items()} for i in range(m)], notes)
 
     # -- the per-id debug table -------------------------------------------------

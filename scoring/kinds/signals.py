@@ -15,6 +15,7 @@ metric over the last ``standings_window`` resolved rounds an entrant took part i
 """
 from __future__ import annotations
 
+import datetime as dt
 import math
 import zlib
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,7 @@ from scoring import csvfile
 from scoring.errors import RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import (
+    UNIVERSE_MAX_BYTES,
     CaseSet,
     Column,
     MetricSpec,
@@ -41,7 +43,6 @@ from scoring.kinds.base import (
     Universe,
     read_id_universe,
     read_id_values,
-    UNIVERSE_MAX_BYTES,
     windowed_mean_standings,
 )
 from scoring.rounds import SIGNALS_METRICS, percentile_ranks, rank_codes, score_signals_round, signed_power
@@ -199,7 +200,7 @@ class SignalsKind(RoundKind):
         return (TARGET, *self.validate_config(config)["extra_targets"])
 
     def parse_truth(self, data: bytes, *, filename: str, universe: Universe, config: Mapping[str, Any],
-                    final: bool, as_of=None) -> RoundTruth:
+                    final: bool, as_of: dt.date | None = None) -> RoundTruth:
         """``id,target`` (+ the extra target columns): ids of the universe at most once; an empty
         cell means no target for that id (it is not scored)."""
         columns = self.truth_columns(config)

@@ -355,7 +355,7 @@ def test_client_wait_stops_at_accepted_for_round_submissions(fake):
 def test_client_wait_times_out_with_the_last_state(fake):
     fake.add("GET", "/api/submissions/7/", {"id": 7, "status": "queued", "status_reason": "waiting for a worker"})
     client = Client(fake.url, "t")
-    with pytest.raises(WaitTimeout, match="still queued after 0.3 s") as err:
+    with pytest.raises(WaitTimeout, match=r"still queued after 0\.3 s") as err:
         client.wait(7, timeout=0.3, interval=0.1)
     assert err.value.submission.status_reason == "waiting for a worker"
 

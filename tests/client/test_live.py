@@ -64,9 +64,8 @@ def site(transactional_db, live, tmp_path):
                           env={"LEADERBOARD_URL": live, "LEADERBOARD_TOKEN": token})
     # The worker outlives the test: let it finish what the test gave it before the
     # database is emptied, or its open transaction and the flush deadlock.
-    from tests.support.worker import wait_for
-
     from leaderboard.celery import app
+    from tests.support.worker import wait_for
 
     def idle() -> bool:
         with app.connection_for_write() as conn:

@@ -90,8 +90,9 @@ def test_abuse_trusted_proxy_count_comes_from_the_environment(monkeypatch, count
 
 def test_abuse_api_reads_limited_per_address_anonymous_and_per_account_signed_in(api_for, monkeypatch):
     # Small rates so the limits are reached in a few requests.
-    from leaderboard.core.throttles import VisitorRateThrottle
     from rest_framework.test import APIClient
+
+    from leaderboard.core.throttles import VisitorRateThrottle
 
     monkeypatch.setattr(VisitorRateThrottle, "THROTTLE_RATES",
                         {**VisitorRateThrottle.THROTTLE_RATES, "anon": "3/min", "user": "5/min"})

@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from django.conf import settings
 
 from leaderboard.core.api.auth import token_create

@@ -69,7 +69,7 @@ def test_load_benchmark_missing_folder_or_file(db, tmp_path):
     with pytest.raises(CommandError, match="not a folder"):
         load(tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(CommandError, match="benchmark.json"):
+    with pytest.raises(CommandError, match=r"benchmark\.json"):
         load(tmp_path / "empty")
 
 

@@ -206,7 +206,7 @@ def test_deploy_compose_web_healthcheck_passes_against_the_production_settings()
 def test_deploy_production_environment_sends_https_only_headers_and_the_csp(tmp_path):
     """Behind the proxy (X-Forwarded-Proto), with the documented environment: plain HTTP is redirected,
     HTTPS answers carry HSTS and the Content-Security-Policy, and cookies are Secure."""
-    env = {k: v for k, v in PRODUCTION_ENV.items()} | {"ALLOWED_HOSTS": "leaderboard.example.org,127.0.0.1"}
+    env = dict(PRODUCTION_ENV) | {"ALLOWED_HOSTS": "leaderboard.example.org,127.0.0.1"}
     proc, base = start_gunicorn(workers=1, threads=2, env_overrides=env,
                                 ready_headers={"X-Forwarded-Proto": "https"})
     try:

@@ -120,11 +120,11 @@ def test_impact_submission_page_shows_the_matrix_with_totals(client, impact, use
              if "data-actual" in td["attrs"]}
     counts = {}
     for (actual, predicted), td in cells.items():
-        count = [s for s in Page.within(td, "span") if s["attrs"].get("class") == "count"][0]
+        count = next(s for s in Page.within(td, "span") if s["attrs"].get("class") == "count")
         counts.setdefault(actual, {})[predicted] = int(Page.text(count))
         assert ("correct" in td["attrs"]["class"]) == (actual == predicted)
     assert counts == EXPECTED_MATRIX
-    rows = [tr for tr in Page.within(tables[0], "tr")]
+    rows = list(Page.within(tables[0], "tr"))
     # Header, then negative, neutral, positive in ordinal order, each with its row total; then the column totals.
     assert [Page.text(th) for th in Page.within(rows[0], "th")] == ["negative", "neutral", "positive", "total"]
     assert [Page.text(td) for td in Page.within(rows[1], "td") if "total" in td["attrs"]["class"]] == ["3"]

@@ -28,9 +28,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from leaderboard.core.models import Benchmark, LeaderboardRow, Round, Submission
+from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
 from leaderboard.core.services.rounds import round_set_deadline, round_set_status
-from leaderboard.core.services.answers import SubmissionRejected
 from tests.conftest import write_properties_bundle
 from tests.support.impact import DEV_PREDICTIONS, PREDICTIONS, write_impact_bundle
 

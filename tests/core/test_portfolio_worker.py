@@ -84,7 +84,7 @@ def test_portfolio_weekly_and_monthly_rounds_end_to_end(api_for, client, tmp_pat
         owner1 = submit(api["owner"], portfolio({"AAA": 60, "CASH": 40}, 0.8, HOSTILE))
         repeat = submit(api["owner"], portfolio({"AAA": 50, "BBB": 10, "CASH": 40}, 0.7, "again", repeat=True))
         assert (owner1["counted"], repeat["counted"]) == (True, False)
-        member1 = submit(api["member"], data=b"option,percent\nBBB,50\nCCC,50\n", name="p.csv")
+        submit(api["member"], data=b"option,percent\nBBB,50\nCCC,50\n", name="p.csv")
         # Every problem a 400 naming its field; nothing stored, nothing counted.
         bad = api["outsider"].post(f"{URL}/submissions/", portfolio(
             {"SP500": 50, "AAA": -10, "ZZZ": 20}, 1.4, "x"), format="json")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from leaderboard.core import presentation
 from scoring.kinds import get_kind, kind_names
+
+from leaderboard.core import presentation
 
 ROOT = Path(__file__).resolve().parents[2]
 # A kind's own partials live in templates/core/kinds/; everything else is shared by every kind.

@@ -13,8 +13,8 @@ import pytest
 from crowdcent_challenge.scoring import symmetric_ndcg_at_k as reference_ndcg
 
 from leaderboard.core.models import LeaderboardRow, RoundScore, TruthVersion
-from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, round_version_score
 from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, round_version_score
 from leaderboard.core.services.uploads import submission_create
 from tests.support.ranking import RankingRound, ranking_benchmark
 

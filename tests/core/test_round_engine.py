@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from leaderboard.core import selectors
 from leaderboard.core.models import Case, Entrant, Round, RoundScore, StandingRow, Submission, TruthVersion
+from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.entrants import entrant_flag
 from leaderboard.core.services.round_engine import (
     round_close,
@@ -24,7 +25,6 @@ from leaderboard.core.services.round_engine import (
     rounds_close_due,
     stakes_load,
 )
-from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.uploads import submission_create
 from tests.support.signals import SignalsRound, signals_benchmark
 

@@ -10,8 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from leaderboard.core.models import RoundScore, StandingRow, TruthVersion
-from leaderboard.core.services.entrants import entrant_flag
-from leaderboard.core.services.entrants import entrant_default
+from leaderboard.core.services.entrants import entrant_default, entrant_flag
 from tests.core.test_round_engine import reference_scores
 from tests.support.signals import SignalsRound, signals_benchmark
 from tests.support.worker import purge_broker, start_worker, stop_worker, wait_for, wait_until_ready
@@ -114,7 +113,7 @@ def test_signals_rounds_end_to_end_with_a_real_worker(api_for, client, tmp_path,
     stakes1 = {"owner": 30.0, "member": 20.0, "outsider": 1.0}
     check_equals_reference(gen1, ids1, targets1[0], stakes1, ["member"], 1, 2)  # interim, provisional
     final1 = check_equals_reference(gen1, ids1, targets1[2], stakes1, ["member"], 3, 2)
-    final2 = check_equals_reference(gen2, ids2, targets2, {u: 5.0 for u in SKILLS}, ["member"], 1, 3)
+    final2 = check_equals_reference(gen2, ids2, targets2, dict.fromkeys(SKILLS, 5.0), ["member"], 1, 3)
     assert RoundScore.objects.filter(submission_id=ids1["replaced"]).count() == 0
     assert RoundScore.objects.filter(submission_id=ids1["owner"]).count() == 3
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from leaderboard.core.models import Round, TruthVersion
-from leaderboard.core.services.rounds import round_set_status
 from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.rounds import round_set_status
 from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv
 

@@ -5,7 +5,6 @@ import json
 import os
 import signal
 import threading
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -106,7 +105,7 @@ def test_serve_restarts_a_dead_worker_and_beat_then_stops_when_the_worker_keeps_
         for expected in (3, 4, 5):
             os.kill(serve.pids("scoring worker")[-1], signal.SIGKILL)
             if expected < 5:
-                wait_for(lambda: len(serve.pids("scoring worker")) == expected, timeout=15,
+                wait_for(lambda expected=expected: len(serve.pids("scoring worker")) == expected, timeout=15,
                          message=f"restart {expected - 1} of the worker")
         code = serve.proc.wait(timeout=60)
     finally:

@@ -40,7 +40,7 @@ def test_worker_scores_an_upload_through_the_broker(mini_bundle, users):
             t0 = time.monotonic()
             sub = submission_create(user=users["owner"], benchmark=benchmark, data=submission_csv(MINI_ROWS),
                                     filename="p.csv").submission
-            wait_for(lambda: _status(sub.pk) == "scored", timeout=60, message="the worker to score it")
+            wait_for(lambda sub=sub: _status(sub.pk) == "scored", timeout=60, message="the worker to score it")
             latencies.append(time.monotonic() - t0)
         print(f"upload-to-scored latency: {', '.join(f'{x:.2f} s' for x in latencies)}")
     finally:

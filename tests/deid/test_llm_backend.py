@@ -9,7 +9,12 @@ import time
 import pytest
 
 from leaderboard.deid import (
-    BackendError, OpenAICompatibleBackend, ReidCase, deidentify, make_backend, reidentification_check,
+    BackendError,
+    OpenAICompatibleBackend,
+    ReidCase,
+    deidentify,
+    make_backend,
+    reidentification_check,
 )
 from tests.support.fake_openai import FakeOpenAI, completion
 

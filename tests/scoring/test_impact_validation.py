@@ -218,9 +218,9 @@ def bundle_errors(csv_text: str, config=None) -> list[dict]:
 
 def test_bundle_parsed_with_identifiers_private():
     b = KIND.parse_bundle({"cases.csv": (
-        "case_id,text,percent_change,market_cap,split,company,ticker,drugs,executives\n"
-        "a1,Acme reports,12.5,2500000000,,Acme Bio; Acme,ACME,zelvotinib;AC-101,Jane Doe\n"
-        "a2,Other news,-3,5e7,private,,,,\n").encode()}, {})
+        b"case_id,text,percent_change,market_cap,split,company,ticker,drugs,executives\n"
+        b"a1,Acme reports,12.5,2500000000,,Acme Bio; Acme,ACME,zelvotinib;AC-101,Jane Doe\n"
+        b"a2,Other news,-3,5e7,private,,,,\n")}, {})
     a1, a2 = b.cases.cases
     assert a1.public == {"text": "Acme reports"} and a1.split == "public"
     assert a1.private["identifiers"] == {"company": ["Acme Bio", "Acme"], "ticker": ["ACME"],
@@ -259,7 +259,7 @@ def test_bundle_columns_checked():
     assert has(errs, 1, "market_cap", "missing required column")
     errs = bundle_errors("case_id,text,percent_change,market_cap,sector\na1,t,1,1e9,bio\n")
     assert has(errs, 1, "sector", "unexpected column")
-    with pytest.raises(ValidationFailed, match="no cases.csv"):
+    with pytest.raises(ValidationFailed, match=r"no cases\.csv"):
         KIND.parse_bundle({}, {})
 
 

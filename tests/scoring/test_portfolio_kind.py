@@ -138,7 +138,7 @@ def result(number, returns: dict, oracle: float):
     at = dt.datetime(2026, 1, number, tzinfo=dt.timezone.utc)
     return RoundResult(number, "weekly", {e: {"return": r, "oracle_return": oracle, "minus_sp500": r,
                                               "beats_cash": r > 0} for e, r in returns.items()},
-                       {e: at for e in returns})
+                       dict.fromkeys(returns, at))
 
 
 def test_standings_comparison_set_worked_example_30_and_a_later_joiner():

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from leaderboard.demo.properties import baseline_submissions, write_bundle
 from scoring.errors import ValidationFailed
 from scoring.kinds import get_kind
 from scoring.kinds.base import Case, CaseSet, Kind, Truth
 from scoring.kinds.properties import PropertiesKind
 from scoring.metrics_properties import spearman, top_fraction_k, top_fraction_recall
+
+from leaderboard.demo.properties import baseline_submissions, write_bundle
 
 KIND = get_kind("properties")
 
@@ -540,7 +541,7 @@ def test_dev_rows_are_optional_and_scored_apart():
     # A ranked row stays required; the message says the dev rows are optional.
     with pytest.raises(ValidationFailed) as exc:
         dev_submission({**partial, **PUBLIC})
-    assert [e.message for e in exc.value.errors][0] == "no row for sequence_id 'p1'"
+    assert exc.value.errors[0].message == "no row for sequence_id 'p1'"
     with pytest.raises(ValidationFailed) as exc:
         KIND.parse_submission(b"sequence_id,A,B,fold\n", filename="s.csv", cases=DEV_CASES, config=CFG)
     assert exc.value.errors[0].message == ("no predictions: expected one row per test sequence (8 rows), plus "

@@ -10,6 +10,7 @@ from crowdcent_challenge.scoring import symmetric_ndcg_at_k as reference_ndcg
 from scoring import metrics
 from scoring.metrics_ranking import score_ranking_horizons
 from scoring.rounds import score_ranking_round
+
 from tests.scoring.conftest import ids
 
 ATOL = 1e-12

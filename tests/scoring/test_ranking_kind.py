@@ -13,6 +13,7 @@ from crowdcent_challenge.scoring import symmetric_ndcg_at_k as reference_ndcg
 from scoring.errors import ValidationFailed
 from scoring.kinds import get_kind
 from scoring.kinds.base import RoundInputs, RoundResult
+
 from tests.support.ranking import RankingRound
 
 KIND = get_kind("ranking")

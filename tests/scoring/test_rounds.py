@@ -10,6 +10,7 @@ import pytest
 
 from scoring import metrics
 from scoring.rounds import rank_codes, score_signals_round
+
 from tests.scoring.conftest import binned_round
 
 ATOL = 1e-12

@@ -15,6 +15,7 @@ import pytest
 
 from scoring import metrics
 from scoring.rounds import score_signals_round
+
 from tests.scoring.conftest import ids, signals_case
 
 SEEDS = range(120)

@@ -25,8 +25,9 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 
 def completion(content: str, model: str = "fake-model") -> dict[str, Any]:
@@ -61,7 +62,7 @@ class FakeOpenAI:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -112,7 +113,7 @@ class FakeOpenAI:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

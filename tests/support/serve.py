@@ -33,7 +33,7 @@ class Serve:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-                raise AssertionError("serve did not stop within %s s of SIGINT:\n%s" % (timeout, self.log()[-4000:]))
+                raise AssertionError(f"serve did not stop within {timeout} s of SIGINT:\n{self.log()[-4000:]}") from None
         return self.proc.returncode
 
 

@@ -7,8 +7,8 @@
 """
 __version__ = "0.1.0"
 
-from leaderboard_client.client import Client  # noqa: E402
-from leaderboard_client.errors import (  # noqa: E402
+from leaderboard_client.client import Client
+from leaderboard_client.errors import (
     ApiError,
     AuthenticationFailed,
     Conflict,
@@ -25,7 +25,7 @@ from leaderboard_client.errors import (  # noqa: E402
     ServerError,
     WaitTimeout,
 )
-from leaderboard_client.models import (  # noqa: E402
+from leaderboard_client.models import (
     AuditEntry,
     Benchmark,
     BenchmarkSummary,

@@ -22,7 +22,8 @@ import datetime as dt
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from leaderboard_client import __version__
 from leaderboard_client.client import Client

@@ -31,7 +31,7 @@ class ErrorItem:
     column: str | None = None
 
     @classmethod
-    def from_json(cls, item: Any) -> "ErrorItem":
+    def from_json(cls, item: Any) -> ErrorItem:
         if not isinstance(item, dict):
             return cls(message=str(item))
         row = item.get("row")

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from leaderboard_client.errors import ErrorItem, parse_datetime
 
@@ -37,7 +38,7 @@ class Metric:
     higher_is_better: bool = True
 
     @classmethod
-    def from_json(cls, d: dict) -> "Metric":
+    def from_json(cls, d: dict) -> Metric:
         return cls(name=d.get("name", ""), label=d.get("label") or d.get("name", ""),
                    higher_is_better=bool(d.get("higher_is_better", True)))
 
@@ -49,7 +50,7 @@ class TruthVersion:
     as_of: dt.date | None = None
 
     @classmethod
-    def from_json(cls, d: dict) -> "TruthVersion":
+    def from_json(cls, d: dict) -> TruthVersion:
         return cls(version=d.get("version"), interim=bool(d.get("interim")), as_of=_date(d.get("as_of")))
 
 
@@ -62,7 +63,7 @@ class AuditEntry:
     received_at: dt.datetime | None = None
 
     @classmethod
-    def from_json(cls, d: dict) -> "AuditEntry":
+    def from_json(cls, d: dict) -> AuditEntry:
         return cls(entrant=d.get("entrant", ""), audit_hash=d.get("audit_hash", ""),
                    received_at=parse_datetime(d.get("received_at")))
 
@@ -82,7 +83,7 @@ class Round:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "Round":
+    def from_json(cls, d: dict) -> Round:
         return cls(
             number=d.get("number"), status=d.get("status", ""), track=d.get("track"), title=d.get("title"),
             opens_at=parse_datetime(d.get("opens_at")), closes_at=parse_datetime(d.get("closes_at")),
@@ -106,7 +107,7 @@ class BenchmarkSummary:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "BenchmarkSummary":
+    def from_json(cls, d: dict) -> BenchmarkSummary:
         cr = d.get("current_round")
         return cls(slug=d.get("slug", ""), title=d.get("title", ""), kind=d.get("kind", ""),
                    daily_limit=_int(d.get("daily_limit")), url=d.get("url", ""),
@@ -131,7 +132,7 @@ class Benchmark:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "Benchmark":
+    def from_json(cls, d: dict) -> Benchmark:
         cr = d.get("current_round")
         return cls(
             slug=d.get("slug", ""), title=d.get("title", ""), kind=d.get("kind", ""),
@@ -162,7 +163,7 @@ class LeaderboardRow:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "LeaderboardRow":
+    def from_json(cls, d: dict) -> LeaderboardRow:
         return cls(
             rank=_int(d.get("rank")), entrant=d.get("entrant", ""), score=_float(d.get("score")),
             metrics=d.get("metrics") or {}, submissions=_int(d.get("submissions")), rounds=_int(d.get("rounds")),
@@ -186,7 +187,7 @@ class LeaderboardPage:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "LeaderboardPage":
+    def from_json(cls, d: dict) -> LeaderboardPage:
         rows = [LeaderboardRow.from_json(r) for r in d.get("rows") or []]
         count = _int(d.get("count"))
         return cls(rows=rows, count=len(rows) if count is None else count, next=d.get("next") or None,
@@ -214,7 +215,7 @@ class SubmissionReceipt:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict, *, idempotency_key: str | None = None, replayed: bool = False) -> "SubmissionReceipt":
+    def from_json(cls, d: dict, *, idempotency_key: str | None = None, replayed: bool = False) -> SubmissionReceipt:
         return cls(id=d.get("id"), status=d.get("status", ""), url=d.get("url", ""),
                    audit_hash=d.get("audit_hash", ""), remaining_today=_int(d.get("remaining_today")),
                    idempotency_key=idempotency_key, replayed=replayed, raw=d)
@@ -243,7 +244,7 @@ class Submission:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "Submission":
+    def from_json(cls, d: dict) -> Submission:
         counted = d.get("counted")
         return cls(
             id=d.get("id"), status=d.get("status", ""), benchmark=d.get("benchmark", ""),
@@ -271,7 +272,7 @@ class VerifyResult:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "VerifyResult":
+    def from_json(cls, d: dict) -> VerifyResult:
         return cls(metrics=d.get("metrics") or {}, results=d.get("results") or [],
                    direction_confusion_matrix=d.get("direction_confusion_matrix") or {}, raw=d)
 
@@ -284,7 +285,7 @@ class HistoryPoint:
     metrics: dict[str, Any]
 
     @classmethod
-    def from_json(cls, d: dict) -> "HistoryPoint":
+    def from_json(cls, d: dict) -> HistoryPoint:
         return cls(version=d.get("version"), as_of=_date(d.get("as_of")), interim=bool(d.get("interim")),
                    metrics=d.get("metrics") or {})
 
@@ -295,7 +296,7 @@ class EntrantHistory:
     points: list[HistoryPoint]
 
     @classmethod
-    def from_json(cls, d: dict) -> "EntrantHistory":
+    def from_json(cls, d: dict) -> EntrantHistory:
         return cls(entrant=d.get("entrant", ""), points=[HistoryPoint.from_json(p) for p in d.get("points") or []])
 
 
@@ -307,7 +308,7 @@ class History:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "History":
+    def from_json(cls, d: dict) -> History:
         return cls(entrants=[EntrantHistory.from_json(e) for e in d.get("entrants") or []], raw=d)
 
 
@@ -321,7 +322,7 @@ class ComparisonRow:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "ComparisonRow":
+    def from_json(cls, d: dict) -> ComparisonRow:
         return cls(rank=_int(d.get("rank")), entrant=d.get("entrant", ""), score=_float(d.get("score")),
                    return_sum=_float(d.get("return_sum")), oracle_sum=_float(d.get("oracle_sum")), raw=d)
 
@@ -338,7 +339,7 @@ class ComparisonSet:
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict) -> "ComparisonSet":
+    def from_json(cls, d: dict) -> ComparisonSet:
         rows = [ComparisonRow.from_json(r) for r in d.get("rows") or []]
         count = _int(d.get("count"))
         return cls(members=list(d.get("members") or []), rounds=list(d.get("rounds") or []), rows=rows,

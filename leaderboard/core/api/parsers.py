@@ -25,7 +25,7 @@ class InputRejected(APIException):
         super().__init__(errors[0].message if errors else self.default_detail)
 
     @classmethod
-    def from_bad_input(cls, exc, *, field: str | None = None) -> "InputRejected":
+    def from_bad_input(cls, exc, *, field: str | None = None) -> InputRejected:
         """From ``leaderboard.core.inputs.BadInput``: a prediction's row is its 1-based position."""
         return cls(bad_input_errors(exc, field=field))
 

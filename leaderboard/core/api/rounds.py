@@ -26,8 +26,8 @@ from leaderboard.core.api.views import (
     wants_csv,
 )
 from leaderboard.core.models import Round
-from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
 from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
 
 
 def _round_kind_benchmark(request, slug):
@@ -99,7 +99,9 @@ class RoundList(APIView):
                            track=request.data.get("track", ""), user=request.user)
         except SubmissionRejected as exc:
             return _refused(exc)
-        return Response(round_detail(request, selectors.round_of(b, r.number)), status=status.HTTP_201_CREATED)
+        opened = selectors.round_of(b, r.number)
+        assert opened is not None  # just opened
+        return Response(round_detail(request, opened), status=status.HTTP_201_CREATED)
 
 
 class RoundDetail(APIView):
@@ -134,7 +136,9 @@ class RoundClose(APIView):
             round_close(round_=r)
         except SubmissionRejected as exc:
             return _refused(exc)
-        return Response(round_detail(request, selectors.round_of(r.benchmark, n)))
+        closed = selectors.round_of(r.benchmark, n)
+        assert closed is not None  # the round found above
+        return Response(round_detail(request, closed))
 
 
 class RoundStakes(APIView):

@@ -57,8 +57,8 @@ def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict
         "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
         "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
         "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected,
-        "provisional": bool(sub.truth_version_id and not sub.truth_version.is_final),
-        "truth_version": sub.truth_version.version if sub.truth_version_id else None,
+        "provisional": bool(sub.truth_version is not None and not sub.truth_version.is_final),
+        "truth_version": sub.truth_version.version if sub.truth_version is not None else None,
         "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
         "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
     }

@@ -2,9 +2,10 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import leaderboard.core.models
 from django.conf import settings
 from django.db import migrations, models
+
+import leaderboard.core.models
 
 
 class Migration(migrations.Migration):

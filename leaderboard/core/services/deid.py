@@ -13,10 +13,11 @@ from functools import lru_cache
 from django.conf import settings
 from django.db import transaction
 
+from scoring.kinds.base import CaseSet
+
 from leaderboard.core.models import Case, Round, TruthVersion
 from leaderboard.deid import deidentify, load_lists, make_backend
 from leaderboard.deid.reid import ReidCase, ReidReport, reidentification_check
-from scoring.kinds.base import CaseSet
 
 log = logging.getLogger("leaderboard.deid")
 
@@ -70,7 +71,7 @@ class DeidReport:
     backend: str | None
 
 
-def cases_deidentify(*, round_: Round, backend=None, case_ids: list[str] | None = None) -> DeidReport:
+def cases_deidentify(*, round_: Round | None, backend=None, case_ids: list[str] | None = None) -> DeidReport:
     """Run the three stages on a round's cases and store the redacted text and the log.
 
     Side effects: each case's ``public.text`` and ``public.redaction`` and its
@@ -92,7 +93,7 @@ def cases_deidentify(*, round_: Round, backend=None, case_ids: list[str] | None 
                       backend=getattr(backend, "model", None))
 
 
-def round_reidentification_check(*, round_: Round, backend, limit: int | None = None) -> ReidReport:
+def round_reidentification_check(*, round_: Round | None, backend, limit: int | None = None) -> ReidReport:
     """Ask the backend to name the ticker and move of each redacted case (the spec's validation)."""
     version = TruthVersion.objects.filter(round=round_).order_by("-version").first()
     truth = dict(version.values.values_list("case__external_id", "values")) if version else {}

@@ -5,6 +5,8 @@ An upload names one of its user's entrants, or none for the first (``entrant_res
 """
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
@@ -14,7 +16,7 @@ from leaderboard.core.inputs import BadInput, text_check, text_problem
 from leaderboard.core.models import Entrant
 from leaderboard.core.services.answers import SubmissionRejected
 
-ENTRANT_NAME_MAX = Entrant._meta.get_field("name").max_length
+ENTRANT_NAME_MAX = cast(int, Entrant._meta.get_field("name").max_length)
 
 
 def account_create(*, username: str, email: str, password: str):

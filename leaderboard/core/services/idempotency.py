@@ -53,7 +53,7 @@ class IdempotencyCollision:
         self.user, self.key, self.fingerprint = user, key, fingerprint
         self.replay: Accepted | None = None
 
-    def __enter__(self) -> "IdempotencyCollision":
+    def __enter__(self) -> IdempotencyCollision:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:

@@ -43,7 +43,7 @@ from leaderboard.core.models import (
 )
 from leaderboard.core.quota import quota_consume
 from leaderboard.core.services.answers import Accepted, SubmissionRejected
-from leaderboard.core.services.casedata import round_caseset, round_truth, round_universe
+from leaderboard.core.services.casedata import round_truth, round_universe
 from leaderboard.core.services.entrants import entrant_resolve
 from leaderboard.core.services.idempotency import IdempotencyCollision
 from leaderboard.core.services.leaderboards import BoardEntry, StandingEntry, round_board_write, standings_write
@@ -295,6 +295,7 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
         if sub is not None and sub.file.name:
             sub.file.delete(save=False)  # this request's copy; the stored submission keeps its own
         return collision.replay
+    assert sub is not None  # no replay: the transaction ran to its end
     return Accepted(submission=sub, remaining_today=remaining)
 
 

@@ -89,7 +89,7 @@ def leaderboard_round(benchmark: Benchmark) -> Round | None:
 # Allowed moves: a round opens, closes (no more submissions; what was submitted
 # is frozen), and resolves once its final truth is in. Reopening a closed round
 # is allowed (an organiser's mistake); a resolved round stays resolved.
-_MOVES = {
+_MOVES: dict[str, set[str]] = {
     Round.Status.OPEN: {Round.Status.CLOSED},
     Round.Status.CLOSED: {Round.Status.OPEN, Round.Status.RESOLVED},
     Round.Status.RESOLVED: set(),

@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -72,6 +73,7 @@ def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, 
     kind = benchmark.kind_impl
     round_ = current_round(benchmark)
     _check_takes_submissions(benchmark, round_)
+    assert round_ is not None  # else refused just above
 
     parsed = predictions_parse(benchmark=benchmark, cases=round_caseset(round_),
                                source=PredictionsSource(data=data, filename=filename, predictions=predictions))
@@ -113,6 +115,7 @@ def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, 
         if sub is not None and sub.file.name:
             sub.file.delete(save=False)  # this request's copy; the stored submission keeps its own
         return collision.replay
+    assert sub is not None  # no replay: the transaction ran to its end
     return Accepted(submission=sub, remaining_today=remaining)
 
 
@@ -156,8 +159,8 @@ def submissions_set_status_bulk(ids: list[int], status: str, reason: str, **fiel
     return updated
 
 
-def _fail(sub: Submission, reason: str, *, server_side: bool, errors: list[RowError] = ()) -> None:
-    extra = {"errors": [e.as_dict() for e in errors]} if errors else {}
+def _fail(sub: Submission, reason: str, *, server_side: bool, errors: Sequence[RowError] = ()) -> None:
+    extra: dict[str, Any] = {"errors": [e.as_dict() for e in errors]} if errors else {}
     if server_side and sub.counts_against_limit:
         quota_refund(user_id=sub.user_id, benchmark_id=sub.benchmark_id, day=utc_day(sub.received_at))
         extra["counts_against_limit"] = False

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from scoring.errors import RowError, ValidationFailed
 

@@ -5,7 +5,8 @@ import csv
 import io
 import math
 import zlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,6 @@ from scoring.kinds.properties.reading import (
     _show,
 )
 from scoring.metrics_properties import spearman, top_fraction_recall
-
 
 # ---------------------------------------------------------------------------
 # the kind
@@ -192,7 +192,7 @@ class PropertiesKind(Kind):
             else:
                 first_row[sid] = row
             fold, message = _csv_fold(rec[pos[FOLD]])
-            if message is None and fold < 0:
+            if message is None and fold is not None and fold < 0:
                 message = f"fold must be an integer >= 0, got {fold}"
             if message:
                 errs.add(message, row, FOLD)
@@ -615,7 +615,7 @@ class PropertiesKind(Kind):
                 )
             P[:, :, s] = sub.aligned(ids, optional=optional)
         # Which sequences each submission predicts (validated values are finite; dev rows may be absent).
-        sent = np.isfinite(P).all(axis=1)
+        sent = np.asarray(np.isfinite(P).all(axis=1))
 
         metrics: list[dict[str, dict[str, float | None]]] = [{} for _ in keys]
         for split in (DEV, *self.splits):
@@ -671,7 +671,7 @@ def _split_metrics(T: np.ndarray, P: np.ndarray, props: list[dict[str, Any]],
         mask = np.isfinite(T[:, j])
         t, pred = T[mask, j], P[mask, j, :]
         if t.size >= 2 and np.ptp(t) > 0:
-            rho = spearman(t, pred)
+            rho = np.asarray(spearman(t, pred))
             spear_sum += np.nan_to_num(rho, nan=0.0)
             spear_count += 1
         else:
@@ -680,7 +680,7 @@ def _split_metrics(T: np.ndarray, P: np.ndarray, props: list[dict[str, Any]],
             spear[s][f"spearman:{p['name']}"] = _num(rho[s])
         if p["recall"]:
             if t.size >= 1:
-                rec = top_fraction_recall(t, pred, cfg["recall_fraction"], p["higher_is_better"])
+                rec = np.asarray(top_fraction_recall(t, pred, cfg["recall_fraction"], p["higher_is_better"]))
                 rec_sum += rec
                 rec_count += 1
             else:

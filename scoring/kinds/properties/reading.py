@@ -3,8 +3,9 @@ by CSV and JSON (bounded work on hostile input; see ``PropertiesKind.parse_submi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -12,7 +13,6 @@ from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds.base import Case, CaseSet
 from scoring.kinds.properties.config import DEV, FOLD, ID, MAX_CELL_CHARS, MAX_LISTED_MISSING
-
 
 # ---------------------------------------------------------------------------
 # the parsed submission
@@ -135,7 +135,7 @@ class _RowChecker:
         self.errs = errs
         self.ids = sorted(cases.ids())
         self.index = {sid: i for i, sid in enumerate(self.ids)}
-        self.lower = {}
+        self.lower: dict[str, str] = {}
         for sid in self.ids:
             self.lower.setdefault(sid.strip().lower(), sid)
         by_id = cases.by_id()
@@ -197,7 +197,7 @@ class _RowChecker:
             f, message = fold_of(fold)
             if message:
                 errs.add(message, row, FOLD)
-            elif idx is not None:
+            elif idx is not None and f is not None:
                 if f != self.published[idx]:
                     errs.add(
                         f"fold {f} differs from the published fold {self.published[idx]} of {self.ids[idx]!r}",
@@ -246,7 +246,7 @@ def _case_fold(case: Case) -> int:
     return int(case.public["fold"])
 
 
-def _raise(errs: ErrorList, extra: list[RowError] | None = None) -> None:
+def _raise(errs: ErrorList, extra: list[RowError] | None = None) -> NoReturn:
     raise ValidationFailed(errs.finish() + (extra or []))
 
 

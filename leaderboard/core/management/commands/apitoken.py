@@ -1,8 +1,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboard.core.services.tokens import token_create
 from leaderboard.core.services.entrants import entrant_default
+from leaderboard.core.services.tokens import token_create
 
 
 class Command(BaseCommand):

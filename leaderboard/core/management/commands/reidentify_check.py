@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from leaderboard.core.models import Benchmark
-from leaderboard.core.services.rounds import leaderboard_round
 from leaderboard.core.services.deid import deid_backend, round_reidentification_check
+from leaderboard.core.services.rounds import leaderboard_round
 
 
 def _pct(value) -> str:

@@ -2,8 +2,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from leaderboard.core.models import Benchmark
-from leaderboard.core.services.benchmarks import benchmark_reveal
 from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.benchmarks import benchmark_reveal
 
 
 class Command(BaseCommand):
