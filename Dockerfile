@@ -7,8 +7,9 @@ COPY scoring ./scoring
 COPY templates ./templates
 COPY static ./static
 COPY manage.py ./
-# The runtime dependencies only, as `make runtime-check` proves them.
-RUN pip install --no-cache-dir -e . \
+# The runtime dependencies only, as `make runtime-check` proves them; the scoring code (scoring/, the
+# distribution leaderboard-scoring) from the copied folder, the one the server imports.
+RUN pip install --no-cache-dir -e ./scoring -e . \
     && useradd --create-home --uid 1000 app \
     && mkdir -p /data && chown app:app /data
 USER app

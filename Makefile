@@ -9,14 +9,16 @@ export PORT
 
 .PHONY: demo dev test lint runtime-check serve migrate worker bench clean-data
 
-$(VENV)/.installed: pyproject.toml
+# The server and its scoring code, scoring/, which is a distribution of its own (leaderboard-scoring):
+# both from this checkout, in one pip call, so the server's pin on it is met by the folder.
+$(VENV)/.installed: pyproject.toml scoring/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e ./scoring -e .
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e ./scoring -e '.[dev]'
 	touch $@
 
 migrate: $(VENV)/.installed
@@ -57,12 +59,12 @@ test: $(VENV)/.installed-dev
 	DATA_DIR=$(CURDIR)/data/test $(PY) -m pytest $(PYTEST_ARGS)
 	@if [ "$$CI" = "true" ]; then $(MAKE) --no-print-directory runtime-check; fi
 
-# Built from scratch whenever pyproject.toml changes, with `pip install -e .` only.
-$(RUNTIME_VENV)/.installed: pyproject.toml
+# Built from scratch whenever pyproject.toml changes, with `pip install -e ./scoring -e .` only.
+$(RUNTIME_VENV)/.installed: pyproject.toml scoring/pyproject.toml
 	rm -rf $(RUNTIME_VENV)
 	$(PYTHON) -m venv $(RUNTIME_VENV)
 	$(RUNTIME_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(RUNTIME_VENV)/bin/python -m pip install --quiet -e .
+	$(RUNTIME_VENV)/bin/python -m pip install --quiet -e ./scoring -e .
 	$(RUNTIME_VENV)/bin/python -m pip check
 	touch $@
 

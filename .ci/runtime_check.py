@@ -9,7 +9,8 @@ dependency of kombu's Redis transport).
 With DATABASE_URL set it works in a database of its own (the name with
 `_runtime` appended, dropped and created afresh); with REDIS_URL set the broker
 and cache are Redis. Neither set: SQLite and the file broker in a temporary
-folder. Steps: migrate, collectstatic, a user and token, a small benchmark, the
+folder. First, the scoring code the server imports is the distribution ``leaderboard-scoring``
+installed from this checkout's ``scoring/`` (at the version the server pins). Steps: migrate, collectstatic, a user and token, a small benchmark, the
 demo data (`demo_setup`); then `manage.py serve` (gunicorn, a Celery worker and beat, as `make demo`
 runs it) with DEBUG off; one upload over HTTP must end `scored`; a page and a
 static file must answer; Ctrl-C (SIGINT) must stop it all cleanly.
@@ -47,6 +48,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def scoring_distribution_check() -> str:
+    """The environment's ``scoring`` is leaderboard-scoring, installed from this checkout's scoring/."""
+    import importlib.metadata
+
+    import scoring
+
+    installed = importlib.metadata.version("leaderboard-scoring")
+    if installed != scoring.__version__:
+        raise SystemExit(f"leaderboard-scoring {installed} is installed, but scoring/ is {scoring.__version__}")
+    where = Path(scoring.__file__).resolve().parent
+    if where != ROOT / "scoring":
+        raise SystemExit(f"the server would score with {where}, not this checkout's scoring/")
+    return installed
 
 
 def fresh_postgres_database(url: str) -> str:
@@ -116,7 +132,7 @@ def main() -> int:
     if os.environ.get("REDIS_URL"):
         env["REDIS_URL"] = os.environ["REDIS_URL"]
     say(f"python {PY}; database {'PostgreSQL' if database_url else 'SQLite'}; "
-        f"broker {'Redis' if env.get('REDIS_URL') else 'file'}")
+        f"broker {'Redis' if env.get('REDIS_URL') else 'file'}; leaderboard-scoring {scoring_distribution_check()}")
     serve = None
     log_path = work / "serve.log"
     try:

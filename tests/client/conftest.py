@@ -8,9 +8,6 @@ environment's Python and its ``lb`` command.
 """
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +20,7 @@ CLIENT = ROOT / "client"
 sys.path.insert(0, str(CLIENT / "src"))
 
 from tests.client.fakes import FakeServer  # noqa: E402
+from tests.support.venv import cached_venv, clean_env  # noqa: E402
 
 
 @pytest.fixture
@@ -34,58 +32,13 @@ def fake():
         server.close()
 
 
-def _digest(paths) -> str:
-    h = hashlib.sha256()
-    for path in sorted(paths):
-        h.update(str(path.relative_to(CLIENT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def _run(cmd: list[str], **kw) -> None:
-    result = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
-                           f"{result.stderr[-3000:]}")
-
-
 @pytest.fixture(scope="session")
 def client_venv() -> Path:
-    """A virtual environment with ``pip install ./client`` and nothing else.
-
-    Cached under the data folder, keyed by the hash of client/pyproject.toml
-    (its dependencies); when the package's source changed since, only the
-    package is reinstalled (``--no-deps``), so reruns take a second or two.
-    The install is made from a copy of client/, so no build folder lands in
-    the work tree.
-    """
+    """A virtual environment with ``pip install ./client`` and nothing else (cached: see
+    ``tests.support.venv.cached_venv``)."""
     from django.conf import settings
 
-    venv = Path(settings.DATA_DIR) / "client-venv" / _digest([CLIENT / "pyproject.toml"])
-    source = _digest([p for p in CLIENT.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                      and ".egg-info" not in str(p) and "build" not in p.relative_to(CLIENT).parts])
-    python = venv / "bin" / "python"
-    ready, stamp = venv / ".complete", venv / ".source"
-    if not ready.exists():
-        shutil.rmtree(venv, ignore_errors=True)  # a build that was interrupted
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        _run([sys.executable, "-m", "venv", str(venv)])
-    if not (ready.exists() and stamp.exists() and stamp.read_text() == source):
-        with tempfile.TemporaryDirectory(prefix="lb-client-src-") as tmp:
-            copy = Path(tmp) / "client"
-            shutil.copytree(CLIENT, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-            extra = ["--no-deps", "--force-reinstall"] if ready.exists() else []
-            _run([str(python), "-m", "pip", "install", "--quiet", *extra, str(copy)], env=_clean_env())
-        stamp.write_text(source)
-        ready.touch()
-    return venv
-
-
-def _clean_env(extra: dict | None = None) -> dict:
-    """This environment without anything pointing at the server's code or settings."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV", "PYTHONHOME")}
-    env.update(extra or {})
-    return env
+    return cached_venv(Path(settings.DATA_DIR) / "client-venv", projects=[CLIENT])
 
 
 @pytest.fixture(scope="session")
@@ -95,7 +48,7 @@ def venv_run(client_venv):
     def run(args: list[str], *, env: dict | None = None, cwd=None, timeout: float = 180,
             input: bytes | None = None) -> subprocess.CompletedProcess:
         program = client_venv / "bin" / args[0]
-        return subprocess.run([str(program), *args[1:]], capture_output=True, env=_clean_env(env),
+        return subprocess.run([str(program), *args[1:]], capture_output=True, env=clean_env(env),
                               cwd=cwd or tempfile.gettempdir(), timeout=timeout, input=input)
 
     return run

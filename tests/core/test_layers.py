@@ -28,7 +28,8 @@ def _module_name(path: Path) -> str:
 
 
 MODULES: dict[str, Path] = {_module_name(p): p for top in ("leaderboard", "scoring")
-                            for p in sorted((ROOT / top).rglob("*.py"))}
+                            for p in sorted((ROOT / top).rglob("*.py"))
+                            if "build" not in p.relative_to(ROOT).parts}  # pip install ./scoring's build folder
 
 
 @dataclass(frozen=True)
