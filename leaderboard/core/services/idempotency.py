@@ -32,6 +32,7 @@ def idempotency_key_check(key: str) -> str:
 
 def idempotency_fingerprint(*, benchmark: Benchmark, entrant: Entrant, data: bytes | None, predictions: Any,
                              round_number: int | str | None = None) -> str:
+    """What a keyed upload asked for (benchmark, entrant, round and the bytes or the JSON sent), hashed."""
     digest = hashlib.sha256(f"{benchmark.pk}:{entrant.pk}:{'' if round_number is None else round_number}:".encode())
     if data is not None:
         digest.update(b"file:" + data)

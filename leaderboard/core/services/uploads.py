@@ -30,7 +30,8 @@ def submission_create(
     round_number: int | str | None = None,
 ) -> Accepted:
     """Validate an upload (file bytes or a JSON ``predictions`` list, as ``predictions_source``
-    reads them from a request) and queue it.
+    reads them from a request) and store it: queued for scoring (a static kind), or accepted
+    for its round (a round kind, ``round_number`` naming it when several are open).
 
     Validation happens before the daily limit is touched, so rejected uploads
     never count. The limit is taken in the same transaction that stores the
