@@ -250,6 +250,16 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # timeout + sweep interval (40 s by default) after the death.
 SCORING_HEARTBEAT_SECONDS = envfloat("SCORING_HEARTBEAT_SECONDS", 5.0)
 SCORING_HEARTBEAT_TIMEOUT_SECONDS = envfloat("SCORING_HEARTBEAT_TIMEOUT_SECONDS", 30.0)
+# Every process that runs tasks writes a worker heartbeat every WORKER_HEARTBEAT_SECONDS, busy or
+# idle (leaderboard/core/liveness.py). `manage.py serve` restarts its worker when none of its
+# processes has beaten for WORKER_STALL_SECONDS, or when a queued submission has waited that long
+# while the worker took no task; /readyz calls the worker down past the same age.
+WORKER_HEARTBEAT_SECONDS = envfloat("WORKER_HEARTBEAT_SECONDS", 10.0)
+WORKER_STALL_SECONDS = envfloat("WORKER_STALL_SECONDS", 60.0)
+# A new pool process must report ready within this many seconds or Celery kills it and forks
+# another (Celery's default is 4 s). The kinds are imported before forking, so a new pool
+# process has little to do; the margin is for a machine under heavy load (issue 19).
+CELERY_WORKER_PROC_ALIVE_TIMEOUT = envfloat("CELERY_WORKER_PROC_ALIVE_TIMEOUT", 30.0)
 # Uploads whose task never reached the broker wait this long (the request that
 # stored them may still be publishing) before the sweep publishes them.
 OUTBOX_GRACE_SECONDS = envfloat("OUTBOX_GRACE_SECONDS", 5.0)
