@@ -12,6 +12,7 @@ from pathlib import Path
 import dj_database_url
 
 from leaderboard.env import envbool, envchoice, envfloat, envint, envlist, envstr
+from leaderboard.errorreports import sentry_start
 from leaderboard.logconfig import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -46,6 +47,11 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every answer, a 500 included, carries X-Request-ID, and every log line the id.
     "leaderboard.core.middleware.RequestIdMiddleware",
+    # Every answer counted by status class and timed, for /metrics.
+    "leaderboard.core.metrics.HttpMetricsMiddleware",
+    # /healthz, /readyz and /metrics, before the host check, the HTTPS redirect and anything
+    # that needs the database (leaderboard/core/probes.py).
+    "leaderboard.core.probes.ProbesMiddleware",
     # Every /api/ answer is JSON, a 404 for a path no route matches and a 405 included.
     "leaderboard.core.middleware.ApiJsonErrorsMiddleware",
     "leaderboard.core.middleware.RejectControlCharactersMiddleware",
@@ -115,7 +121,11 @@ MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or DATA_DIR / "media")
 MEDIA_URL = "/media/"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # collectstatic writes each file under a name holding a hash of its content, with gzip
+    # (and brotli) copies beside it; pages name the hashed files, which WhiteNoise and nginx
+    # serve with a cache lifetime of years (an upgrade changes the names, never the files).
+    # With DEBUG on, pages name the source files and WhiteNoise serves them from the finders.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 # Uploads larger than the biggest benchmark cap are cut off before a view runs.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 12 * 1024 * 1024)
@@ -283,6 +293,18 @@ DEID_LLM_TIMEOUT = envfloat("DEID_LLM_TIMEOUT", 60.0)
 LOG_FORMAT = envchoice("LOG_FORMAT", "plain", ("plain", "json"))
 LOG_LEVEL = envstr("LOG_LEVEL", "INFO").upper()
 LOGGING = logging_config(fmt=LOG_FORMAT, level=LOG_LEVEL)
+
+# --- Operations: /healthz, /readyz, /metrics and error reports (docs/operations.md) ----------
+# /metrics is open from the loopback address and with DEBUG on; from anywhere else it needs
+# "Authorization: Bearer <METRICS_TOKEN>" (unset: refused).
+METRICS_TOKEN = envstr("METRICS_TOKEN", "")
+# A folder the processes of one gunicorn share their HTTP counters through (prometheus-client's
+# multiprocess mode); leaderboard/gunicorn_conf.py makes a fresh one when it is unset.
+PROMETHEUS_MULTIPROC_DIR = envstr("PROMETHEUS_MULTIPROC_DIR", "")
+SENTRY_DSN = envstr("SENTRY_DSN", "")
+sentry_start(dsn=SENTRY_DSN, environment=envstr("SENTRY_ENVIRONMENT", ""), release=envstr("SENTRY_RELEASE", ""),
+             send_pii=envbool("SENTRY_SEND_PII", False),
+             traces_sample_rate=envfloat("SENTRY_TRACES_SAMPLE_RATE", 0.0))
 
 # --- HTTPS behind a proxy (docs/deploy.md) ------------------------------------
 # "HTTP_X_FORWARDED_PROTO,https": the proxy says which requests came over HTTPS.

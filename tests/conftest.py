@@ -94,6 +94,15 @@ def api_for(users):
     return make
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _collected_static():
+    """Pages name the hashed static files of collectstatic's manifest, as in production: collect once a run
+    (into the tests' own STATIC_ROOT, which the live servers the tests start read too)."""
+    from django.core.management import call_command
+
+    call_command("collectstatic", "--noinput", verbosity=0)
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings, tmp_path):
     # Files uploaded by tests go to a temporary media folder.
@@ -128,7 +137,8 @@ def _fresh_throttles():
     client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
     if client_of is not None:  # Redis: delete throttle keys only, never the broker's
         client = client_of(None, write=True)
-        for pattern in ("*throttle_*", "*boards:*"):  # and cached boards (leaderboard/core/boardcache.py)
+        # and cached boards (leaderboard/core/boardcache.py) and the metrics' last counts (leaderboard/core/metrics.py)
+        for pattern in ("*throttle_*", "*boards:*", "*metrics:*"):
             for key in client.scan_iter(match=pattern):
                 client.delete(key)
     else:

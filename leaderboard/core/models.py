@@ -547,3 +547,28 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TimingBucket(models.Model):
+    """One bucket of a duration histogram that /metrics shows (``leaderboard.core.services.timings``).
+
+    Kept in the database rather than in a process: every worker, on any machine,
+    adds its observations to the same rows, and any web process reads them. A row
+    holds the observations of one metric and kind that fell in (the previous
+    bound, ``le``]: how many, and their seconds added up.
+    """
+
+    metric = models.CharField(max_length=64)
+    kind = models.CharField(max_length=40)
+    le = models.CharField(max_length=16)  # the bucket's upper bound as Prometheus writes it: "2.5", "+Inf"
+    count = models.BigIntegerField(default=0)
+    seconds = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["metric", "kind", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["metric", "kind", "le"], name="timing_bucket_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.metric}{{kind={self.kind}, le={self.le}}} = {self.count}"
