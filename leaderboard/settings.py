@@ -15,7 +15,9 @@ from leaderboard.env import envbool, envchoice, envfloat, envint, envlist, envst
 from leaderboard.errorreports import sentry_start
 from leaderboard.logconfig import logging_config
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+# The folder holding templates/ and static/ (and data/ unless DATA_DIR says otherwise): the checkout,
+# or, where the package is installed rather than run from its source (the image), PROJECT_DIR.
+BASE_DIR = Path(os.environ.get("PROJECT_DIR") or Path(__file__).resolve().parent.parent)
 
 DATA_DIR = Path(os.environ.get("DATA_DIR") or BASE_DIR / "data")
 DATA_DIR.mkdir(parents=True, exist_ok=True)
