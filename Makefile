@@ -69,7 +69,7 @@ worker: $(VENV)/.installed
 # so a running demo never sees their tasks. A model change without its migration
 # fails first. With CI=true the runtime-only check runs after the suite.
 test: $(VENV)/.installed-dev
-	DATA_DIR=$(CURDIR)/data/test $(PY) manage.py makemigrations --check --dry-run
+	DATABASE_URL= DATA_DIR=$(CURDIR)/data/test $(PY) manage.py makemigrations --check --dry-run
 	DATA_DIR=$(CURDIR)/data/test $(PY) -m pytest $(PYTEST_ARGS)
 	@if [ "$$CI" = "true" ]; then $(MAKE) --no-print-directory runtime-check; fi
 
