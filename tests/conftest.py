@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,25 @@ def _collected_static():
     from django.core.management import call_command
 
     call_command("collectstatic", "--noinput", verbosity=0)
+
+
+@pytest.fixture(scope="session")
+def live_server(request, _collected_static):
+    """pytest-django's live server, serving /static/ from STATIC_ROOT (collectstatic's hashed, compressed files)
+    as WhiteNoise and nginx do in production, rather than from the source folders, which lack the hashed names."""
+    import django.contrib.staticfiles.handlers as handlers
+    from django.test.testcases import _StaticFilesHandler
+    from pytest_django.live_server_helper import LiveServer
+
+    addr = request.config.getvalue("liveserver") or os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost"
+    finders_handler = handlers.StaticFilesHandler
+    handlers.StaticFilesHandler = _StaticFilesHandler  # what LiveServer picks up while it starts
+    try:
+        server = LiveServer(addr)
+    finally:
+        handlers.StaticFilesHandler = finders_handler
+    yield server
+    server.stop()
 
 
 @pytest.fixture(autouse=True)

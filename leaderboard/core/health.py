@@ -122,3 +122,10 @@ def oldest_queued_seconds() -> float | None:
         return round(liveness.oldest_queued_seconds(), 1)
     except Exception:
         return None
+
+
+def readiness_checks() -> dict[str, dict[str, Any]]:
+    """Every check /readyz reports (and /metrics' ``leaderboard_check_ok``), by name."""
+    checks = {"database": database_check(), "cache": cache_check(), "broker": broker_check()}
+    checks["worker"] = worker_check(database_ok=checks["database"]["ok"])
+    return checks

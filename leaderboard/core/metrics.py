@@ -65,9 +65,7 @@ class SiteCollector:
     """The numbers read at scrape time (module docstring)."""
 
     def collect(self):
-        checks = {"database": health.database_check(), "cache": health.cache_check(),
-                  "broker": health.broker_check()}
-        checks["worker"] = health.worker_check(database_ok=checks["database"]["ok"])
+        checks = health.readiness_checks()
         up = GaugeMetricFamily("leaderboard_check_ok", "1 when the /readyz check passes, else 0", labels=["check"])
         for name, result in checks.items():
             up.add_metric([name], 1.0 if result["ok"] else 0.0)

@@ -30,8 +30,7 @@ def healthz(request) -> JsonResponse:
 
 
 def readyz(request) -> JsonResponse:
-    checks = {"database": health.database_check(), "cache": health.cache_check(), "broker": health.broker_check()}
-    checks["worker"] = health.worker_check(database_ok=checks["database"]["ok"])
+    checks = health.readiness_checks()
     ok = all(check["ok"] for check in checks.values())
     body = {"status": "ok" if ok else "fail", "checks": checks,
             "oldest_queued_seconds": health.oldest_queued_seconds() if checks["database"]["ok"] else None}
