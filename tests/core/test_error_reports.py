@@ -15,6 +15,7 @@ import pytest
 
 from leaderboard.core.models import Submission
 from leaderboard.core.services.submissions import submission_create
+from leaderboard.logconfig import request_id_var
 from tests.conftest import MINI_ROWS, submission_csv
 from tests.support.server import start_gunicorn
 from tests.support.worker import ROOT, purge_broker, start_worker, stop_worker, wait_for, worker_env
@@ -124,8 +125,12 @@ def test_sentry_gets_a_request_error_with_its_request_id_and_no_personal_data(re
 @pytest.mark.django_db(transaction=True)
 def test_sentry_gets_a_scoring_failure_from_the_worker_with_its_task_id(receiver, mini_benchmark, users):
     purge_broker()
-    sub = submission_create(user=users["owner"], benchmark=mini_benchmark, data=submission_csv(MINI_ROWS),
-                            filename="p.csv").submission
+    token = request_id_var.set("upload-request-0042")  # as if uploaded by a request with this id
+    try:
+        sub = submission_create(user=users["owner"], benchmark=mini_benchmark, data=submission_csv(MINI_ROWS),
+                                filename="p.csv").submission
+    finally:
+        request_id_var.reset(token)
     # A stored payload the kind cannot read: the scoring raises, the service logs it and fails the submission.
     Submission.objects.filter(pk=sub.pk).update(payload={"broken": True})
     worker = start_worker({"SENTRY_DSN": receiver.dsn, "SCORING_MAX_ATTEMPTS": "1"})
@@ -139,8 +144,8 @@ def test_sentry_gets_a_scoring_failure_from_the_worker_with_its_task_id(receiver
     assert event["logger"] == "leaderboard.submissions"
     assert event["logentry"]["message"] % tuple(event["logentry"].get("params", [])) == \
         f"scoring submission {sub.pk} failed"
-    task_id = event["tags"]["task_id"]
-    assert task_id and event["tags"]["request_id"] == f"task-{task_id}"
+    # The task's id, and the id of the request that uploaded it (the worker's log lines carry it too).
+    assert len(event["tags"]["task_id"]) == 36 and event["tags"]["request_id"] == "upload-request-0042"
     assert _exception_types(event)  # with its traceback
 
 
