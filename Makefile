@@ -6,20 +6,43 @@ PY := $(VENV)/bin/python
 RUNTIME_VENV := .venv-runtime
 PORT ?= 8000
 export PORT
+# Exact versions with their hashes: requirements.lock (runtime; the image installs it) and
+# requirements-dev.lock (runtime + dev extras, the same runtime versions; CI installs it).
+# `make lock` writes both from pyproject.toml with uv (a pinned version, from PyPI), keeping the
+# versions already locked where they still fit; `make lock-upgrade` moves every one to the newest.
+UV_VERSION := 0.13.9
+LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet
+# Where a lock and pyproject.toml disagree, pip check names the missing package: run `make lock`.
+PIP_CHECK = $(1) -m pip check >/dev/null || { $(1) -m pip check; echo "pyproject.toml and the lock files disagree: run make lock"; exit 1; }
 
-.PHONY: demo dev test lint runtime-check serve migrate worker bench clean-data
+.PHONY: demo dev test lint runtime-check serve migrate worker bench clean-data lock lock-upgrade
 
 # The server and its scoring code, scoring/, which is a distribution of its own (leaderboard-scoring):
-# both from this checkout, in one pip call, so the server's pin on it is met by the folder.
-$(VENV)/.installed: pyproject.toml scoring/pyproject.toml
+# exact versions from the lock, then both from this checkout, so the server's pin on it is met by the folder.
+$(VENV)/.installed: pyproject.toml scoring/pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ./scoring -e .
+	$(PY) -m pip install --quiet --require-hashes -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e ./scoring -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(PY) -m pip install --quiet -e ./scoring -e '.[dev]'
+$(VENV)/.installed-dev: pyproject.toml scoring/pyproject.toml requirements-dev.lock $(VENV)/.installed
+	$(PY) -m pip install --quiet --require-hashes -r requirements-dev.lock
+	$(PY) -m pip install --quiet --no-deps -e ./scoring -e .
+	@$(call PIP_CHECK,$(PY))
 	touch $@
+
+lock:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "uv==$(UV_VERSION)"
+	$(VENV)/bin/uv pip compile pyproject.toml scoring/pyproject.toml $(LOCK_FLAGS) $(UPGRADE) \
+		--no-emit-package leaderboard-scoring --override lock-overrides.txt --output-file requirements.lock
+	$(VENV)/bin/uv pip compile pyproject.toml scoring/pyproject.toml --extra dev $(LOCK_FLAGS) $(UPGRADE) \
+		--no-emit-package leaderboard-scoring --override lock-overrides.txt --constraint requirements.lock \
+		--output-file requirements-dev.lock
+
+lock-upgrade:
+	$(MAKE) --no-print-directory lock UPGRADE=--upgrade
 
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
@@ -52,24 +75,29 @@ lint: $(VENV)/.installed-dev
 	$(PY) -m mypy
 
 # Tests keep their own data folder (SQLite test database, file broker, uploads),
-# so a running demo never sees their tasks. The whole suite (no PYTEST_ARGS, as CI
-# runs it) starts with make lint. With CI=true the runtime-only check runs after it.
+# so a running demo never sees their tasks. A model change without its migration
+# fails first. The whole suite (no PYTEST_ARGS, as CI runs it) starts with make lint.
+# With CI=true the runtime-only check runs after the suite.
 test: $(VENV)/.installed-dev
+	DATABASE_URL= DATA_DIR=$(CURDIR)/data/test $(PY) manage.py makemigrations --check --dry-run
 	@if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory lint; fi
 	DATA_DIR=$(CURDIR)/data/test $(PY) -m pytest $(PYTEST_ARGS)
 	@if [ "$$CI" = "true" ]; then $(MAKE) --no-print-directory runtime-check; fi
 
-# Built from scratch whenever pyproject.toml changes, with `pip install -e ./scoring -e .` only.
-$(RUNTIME_VENV)/.installed: pyproject.toml scoring/pyproject.toml
+# Built from scratch whenever pyproject.toml or the lock changes, as the image installs it: the
+# runtime lock with its hashes, then scoring/ and the project as wheels (not editable).
+$(RUNTIME_VENV)/.installed: pyproject.toml scoring/pyproject.toml requirements.lock
 	rm -rf $(RUNTIME_VENV)
 	$(PYTHON) -m venv $(RUNTIME_VENV)
 	$(RUNTIME_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(RUNTIME_VENV)/bin/python -m pip install --quiet -e ./scoring -e .
-	$(RUNTIME_VENV)/bin/python -m pip check
+	$(RUNTIME_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements.lock
+	$(RUNTIME_VENV)/bin/python -m pip install --quiet --no-deps ./scoring .
+	rm -rf build scoring/build
+	@$(call PIP_CHECK,$(RUNTIME_VENV)/bin/python)
 	touch $@
 
 # Serve and score one upload from the runtime-only environment (DATABASE_URL and
-# REDIS_URL when set); see .ci/runtime_check.py.
+# REDIS_URL when set), run from a folder laid out as the image's /app; see .ci/runtime_check.py.
 runtime-check: $(RUNTIME_VENV)/.installed
 	$(RUNTIME_VENV)/bin/python .ci/runtime_check.py
 

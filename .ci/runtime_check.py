@@ -1,7 +1,11 @@
 """Prove the runtime dependencies are complete: serve and score from an install without the dev extras.
 
 Run by `make runtime-check` (and by `make test` when CI=true) with the Python of
-`.venv-runtime`, an environment made by `pip install -e .` alone. It uses the
+`.venv-runtime`, made as the image is made: the runtime lock (`requirements.lock`,
+hashes checked), then the project installed as a wheel, not editable. It runs
+from a folder laid out as the image's /app (manage.py, templates/, static/ and
+PROJECT_DIR pointing there), so the code it runs is the installed package, not
+this checkout. It uses the
 standard library and the project's own runtime dependencies, nothing from the
 dev extras (pytest brings `packaging`, for one, which once hid a missing
 dependency of kombu's Redis transport).
@@ -10,7 +14,7 @@ With DATABASE_URL set it works in a database of its own (the name with
 `_runtime` appended, dropped and created afresh); with REDIS_URL set the broker
 and cache are Redis. Neither set: SQLite and the file broker in a temporary
 folder. First, the scoring code the server imports is the distribution ``leaderboard-scoring``
-installed from this checkout's ``scoring/`` (at the version the server pins). Steps: migrate, collectstatic, a user and token, a small benchmark, the
+built from this checkout's ``scoring/`` (at the version the server pins, every file the same). Steps: migrate, collectstatic, a user and token, a small benchmark, the
 demo data (`demo_setup`); then `manage.py serve` (gunicorn, a Celery worker and beat, as `make demo`
 runs it) with DEBUG off; one upload over HTTP must end `scored`; a page and a
 static file must answer; Ctrl-C (SIGINT) must stop it all cleanly.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -51,7 +56,11 @@ def free_port() -> int:
 
 
 def scoring_distribution_check() -> str:
-    """The environment's ``scoring`` is leaderboard-scoring, installed from this checkout's scoring/."""
+    """The environment's ``scoring`` is leaderboard-scoring, built from this checkout's scoring/.
+
+    Installed as a wheel (as the image installs it), so it is compared file by file with the
+    checkout: the server scores with exactly the code a participant installs as leaderboard-scoring.
+    """
     import importlib.metadata
 
     import scoring
@@ -60,8 +69,15 @@ def scoring_distribution_check() -> str:
     if installed != scoring.__version__:
         raise SystemExit(f"leaderboard-scoring {installed} is installed, but scoring/ is {scoring.__version__}")
     where = Path(scoring.__file__).resolve().parent
-    if where != ROOT / "scoring":
-        raise SystemExit(f"the server would score with {where}, not this checkout's scoring/")
+    if where == ROOT / "scoring":
+        raise SystemExit(f"scoring was imported from the checkout ({where}), not the installed wheel")
+    for source in sorted((ROOT / "scoring").rglob("*.py")):
+        relative = source.relative_to(ROOT / "scoring")
+        if "build" in relative.parts:
+            continue
+        copy = where / relative
+        if not copy.is_file() or copy.read_bytes() != source.read_bytes():
+            raise SystemExit(f"the installed scoring/{relative} differs from this checkout's")
     return installed
 
 
@@ -87,9 +103,19 @@ def drop_postgres_database(url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{parts.path.lstrip("/")}" WITH (FORCE)')
 
 
+def site_folder(work: Path) -> Path:
+    """What the image's /app holds beside the installed package (Dockerfile)."""
+    site = work / "site"
+    site.mkdir()
+    shutil.copy2(ROOT / "manage.py", site / "manage.py")
+    for folder in ("templates", "static"):
+        shutil.copytree(ROOT / folder, site / folder)
+    return site
+
+
 def manage(env: dict, *args: str) -> str:
-    result = subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run([PY, "manage.py", *args], cwd=env["PROJECT_DIR"], env=env, capture_output=True,
+                            text=True, timeout=300)
     if result.returncode != 0:
         raise SystemExit(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     return result.stdout
@@ -123,7 +149,9 @@ def request(method: str, url: str, *, token: str | None = None, body: bytes | No
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="runtime-check-"))
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    site = site_folder(work)
     env.update({"DJANGO_SETTINGS_MODULE": "leaderboard.settings", "DATA_DIR": str(work / "data"),
+                "PROJECT_DIR": str(site),
                 "DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
                 "SESSION_COOKIE_SECURE": "false", "CSRF_COOKIE_SECURE": "false", "PYTHONUNBUFFERED": "1"})
     database_url = os.environ.get("DATABASE_URL", "")
@@ -136,6 +164,11 @@ def main() -> int:
     serve = None
     log_path = work / "serve.log"
     try:
+        where = subprocess.run([PY, "-c", "import leaderboard; print(leaderboard.__file__)"], cwd=site, env=env,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        if Path(where).resolve().parent == ROOT / "leaderboard":
+            raise SystemExit(f"the package was imported from the checkout ({where}), not the installed wheel")
+        say(f"leaderboard imported from {where}")
         manage(env, "migrate", "--noinput")
         manage(env, "collectstatic", "--noinput")
         token = manage(env, "apitoken", "runtime-check", "--create").strip()
@@ -145,7 +178,7 @@ def main() -> int:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         with open(log_path, "w") as log:
-            serve = subprocess.Popen([PY, "manage.py", "serve", f"127.0.0.1:{port}"], cwd=ROOT, env=env,
+            serve = subprocess.Popen([PY, "manage.py", "serve", f"127.0.0.1:{port}"], cwd=site, env=env,
                                      stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 90
         while True:
@@ -191,6 +224,17 @@ def main() -> int:
         if abs(score - 1.0) > 1e-9:
             raise SystemExit(f"a perfect submission scored {score}, expected 1.0")
         say(f"upload scored {score} in {time.monotonic() - t0:.1f} s")
+
+        # The operator's probes: the worker's heartbeat makes /readyz pass; /metrics counted the upload.
+        status, payload = request("GET", f"{base}/readyz")
+        if status != 200:
+            raise SystemExit(f"/readyz answered {status}: {payload[:800]!r}")
+        status, payload = request("GET", f"{base}/metrics")
+        scored = [line for line in payload.decode().splitlines()
+                  if line.startswith('leaderboard_submissions_total{status="scored"}')]
+        if status != 200 or not scored or float(scored[0].split()[-1]) < 1:
+            raise SystemExit(f"/metrics answered {status} without the scored upload: {scored}")
+        say("/readyz 200, /metrics counts the scored upload")
 
         serve.send_signal(signal.SIGINT)
         try:

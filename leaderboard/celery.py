@@ -3,7 +3,7 @@ import logging.config
 import os
 
 from celery import Celery
-from celery.signals import setup_logging, task_postrun, task_prerun, worker_init, worker_process_init
+from celery.signals import setup_logging, task_postrun, task_prerun, worker_init, worker_process_init, worker_ready
 from django.conf import settings
 
 from leaderboard.logconfig import request_id_var
@@ -28,11 +28,17 @@ def _task_request_id(task_id=None, task=None, **kwargs):
     # it (a header set by the outbox), else the task's own id.
     enqueued_by = getattr(task.request, "lb_request_id", None) if task is not None else None
     request_id_var.set(enqueued_by if enqueued_by and enqueued_by != "-" else f"task-{task_id}")
+    from leaderboard.core.liveness import worker_task_started  # noqa: PLC0415 -- models: the Celery app is imported before Django is set up
+
+    worker_task_started(task_id or "")
 
 
 @task_postrun.connect
-def _task_request_id_done(**kwargs):
+def _task_request_id_done(task_id=None, **kwargs):
+    from leaderboard.core.liveness import worker_task_finished  # noqa: PLC0415 -- models: the Celery app is imported before Django is set up
+
     request_id_var.set("-")
+    worker_task_finished(task_id or "")
 
 
 def keep_freed_memory() -> None:
@@ -55,17 +61,40 @@ def keep_freed_memory() -> None:
     mallopt(m_trim_threshold, 1024 * 1024 * 1024)
 
 
+# The worker's node name (celery worker --hostname), for the heartbeats of its pool processes.
+_node = {"hostname": ""}
+
+
 @worker_init.connect
-def _allocator(**kwargs):
-    # The worker's main process (the solo pool scores in it); pool processes forked from it
-    # inherit the setting.
+def _before_forking(sender=None, **kwargs):
+    # The worker's main process, before it forks its pool: pool processes inherit what it
+    # does here, and a replacement for a killed one is ready at once.
+    # - the allocator setting (the solo pool scores in this very process);
+    # - the kinds with numpy, scipy and pandas, imported once here rather than in each pool
+    #   process's start-up: under load that import took 13.6 s, past the limit for a new pool
+    #   process to report ready, and Celery killed and replaced it, forever (issue 19).
+    from scoring.kinds import kind_names  # noqa: PLC0415 -- numpy, scipy, pandas: the worker needs them, not every process that imports the Celery app
+
     keep_freed_memory()
+    kind_names()
+    _node["hostname"] = getattr(sender, "hostname", "") or ""
 
 
 @worker_process_init.connect
-def _warm_up(**kwargs):
-    # Import the kinds (numpy, scipy, pandas) when a pool process starts, not
-    # during the first upload it scores.
-    from scoring.kinds import kind_names  # noqa: PLC0415 -- the kinds bring numpy, scipy, pandas: a pool process needs them, not every process that imports the Celery app
+def _pool_process_heartbeat(**kwargs):
+    # Each prefork pool process beats from its own thread, busy or idle (leaderboard/core/liveness.py).
+    from leaderboard.core.liveness import worker_beat_start  # noqa: PLC0415 -- models: the Celery app is imported before Django is set up
 
-    kind_names()
+    worker_beat_start(hostname=_node["hostname"], every=settings.WORKER_HEARTBEAT_SECONDS)
+
+
+@worker_ready.connect
+def _solo_heartbeat(sender=None, **kwargs):
+    # The solo and thread pools run tasks in the worker's own process: it beats itself.
+    from celery.concurrency.prefork import TaskPool as PreforkPool  # noqa: PLC0415 -- only a worker's main process asks which pool it runs
+
+    from leaderboard.core.liveness import worker_beat_start  # noqa: PLC0415 -- models: the Celery app is imported before Django is set up
+
+    if not isinstance(getattr(sender, "pool", None), PreforkPool):
+        worker_beat_start(hostname=_node["hostname"] or getattr(sender, "hostname", ""),
+                          every=settings.WORKER_HEARTBEAT_SECONDS)

@@ -8,6 +8,10 @@ arbiter goes on meanwhile. In production a buffering proxy (nginx,
 docs/deploy.md) stands in front, so slow uploads never reach a thread at all.
 Command-line options override these values.
 """
+import os
+import shutil
+import tempfile
+
 from leaderboard.env import envbool, envchoice, envint, envstr
 from leaderboard.logconfig import logging_config
 
@@ -35,3 +39,30 @@ logconfig_dict = logging_config(fmt=envchoice("LOG_FORMAT", "plain", ("plain", "
                                 level=envstr("LOG_LEVEL", "INFO").upper())
 accesslog = "-" if envbool("WEB_ACCESS_LOG", True) else None
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms rid=%({x-request-id}o)s'
+
+# /metrics counts HTTP answers in every worker process and adds them up: prometheus-client's
+# multiprocess mode, through files in a folder the workers share. Set here, in the master,
+# before any worker imports prometheus-client: a fresh folder per gunicorn (PROMETHEUS_MULTIPROC_DIR
+# if given, emptied at start), removed on exit if made here.
+_made_metrics_dir = not envstr("PROMETHEUS_MULTIPROC_DIR")
+if _made_metrics_dir:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="leaderboard-metrics-")
+
+
+def on_starting(server):
+    folder = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+        if name.endswith(".db"):
+            os.remove(os.path.join(folder, name))
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess  # noqa: PLC0415 -- gunicorn reads this file before the site: keep its start light
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    if _made_metrics_dir:
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)

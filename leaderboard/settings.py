@@ -13,9 +13,12 @@ from typing import Any
 import dj_database_url
 
 from leaderboard.env import envbool, envchoice, envfloat, envint, envlist, envstr
+from leaderboard.errorreports import sentry_start
 from leaderboard.logconfig import logging_config
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+# The folder holding templates/ and static/ (and data/ unless DATA_DIR says otherwise): the checkout,
+# or, where the package is installed rather than run from its source (the image), PROJECT_DIR.
+BASE_DIR = Path(os.environ.get("PROJECT_DIR") or Path(__file__).resolve().parent.parent)
 
 DATA_DIR = Path(os.environ.get("DATA_DIR") or BASE_DIR / "data")
 DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -47,6 +50,11 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every answer, a 500 included, carries X-Request-ID, and every log line the id.
     "leaderboard.core.middleware.RequestIdMiddleware",
+    # Every answer counted by status class and timed, for /metrics.
+    "leaderboard.core.metrics.HttpMetricsMiddleware",
+    # /healthz, /readyz and /metrics, before the host check, the HTTPS redirect and anything
+    # that needs the database (leaderboard/core/probes.py).
+    "leaderboard.core.probes.ProbesMiddleware",
     # Every /api/ answer is JSON, a 404 for a path no route matches and a 405 included.
     "leaderboard.core.middleware.ApiJsonErrorsMiddleware",
     "leaderboard.core.middleware.RejectControlCharactersMiddleware",
@@ -116,7 +124,11 @@ MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or DATA_DIR / "media")
 MEDIA_URL = "/media/"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # collectstatic writes each file under a name holding a hash of its content, with gzip
+    # (and brotli) copies beside it; pages name the hashed files, which WhiteNoise and nginx
+    # serve with a cache lifetime of years (an upgrade changes the names, never the files).
+    # With DEBUG on, pages name the source files and WhiteNoise serves them from the finders.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 # Uploads larger than the biggest benchmark cap are cut off before a view runs.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 12 * 1024 * 1024)
@@ -251,6 +263,16 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # timeout + sweep interval (40 s by default) after the death.
 SCORING_HEARTBEAT_SECONDS = envfloat("SCORING_HEARTBEAT_SECONDS", 5.0)
 SCORING_HEARTBEAT_TIMEOUT_SECONDS = envfloat("SCORING_HEARTBEAT_TIMEOUT_SECONDS", 30.0)
+# Every process that runs tasks writes a worker heartbeat every WORKER_HEARTBEAT_SECONDS, busy or
+# idle (leaderboard/core/liveness.py). `manage.py serve` restarts its worker when none of its
+# processes has beaten for WORKER_STALL_SECONDS, or when a queued submission has waited that long
+# while the worker took no task; /readyz calls the worker down past the same age.
+WORKER_HEARTBEAT_SECONDS = envfloat("WORKER_HEARTBEAT_SECONDS", 10.0)
+WORKER_STALL_SECONDS = envfloat("WORKER_STALL_SECONDS", 60.0)
+# A new pool process must report ready within this many seconds or Celery kills it and forks
+# another (Celery's default is 4 s). The kinds are imported before forking, so a new pool
+# process has little to do; the margin is for a machine under heavy load (issue 19).
+CELERY_WORKER_PROC_ALIVE_TIMEOUT = envfloat("CELERY_WORKER_PROC_ALIVE_TIMEOUT", 30.0)
 # Uploads whose task never reached the broker wait this long (the request that
 # stored them may still be publishing) before the sweep publishes them.
 OUTBOX_GRACE_SECONDS = envfloat("OUTBOX_GRACE_SECONDS", 5.0)
@@ -274,6 +296,18 @@ DEID_LLM_TIMEOUT = envfloat("DEID_LLM_TIMEOUT", 60.0)
 LOG_FORMAT = envchoice("LOG_FORMAT", "plain", ("plain", "json"))
 LOG_LEVEL = envstr("LOG_LEVEL", "INFO").upper()
 LOGGING = logging_config(fmt=LOG_FORMAT, level=LOG_LEVEL)
+
+# --- Operations: /healthz, /readyz, /metrics and error reports (docs/operations.md) ----------
+# /metrics is open from the loopback address and with DEBUG on; from anywhere else it needs
+# "Authorization: Bearer <METRICS_TOKEN>" (unset: refused).
+METRICS_TOKEN = envstr("METRICS_TOKEN", "")
+# A folder the processes of one gunicorn share their HTTP counters through (prometheus-client's
+# multiprocess mode); leaderboard/gunicorn_conf.py makes a fresh one when it is unset.
+PROMETHEUS_MULTIPROC_DIR = envstr("PROMETHEUS_MULTIPROC_DIR", "")
+SENTRY_DSN = envstr("SENTRY_DSN", "")
+sentry_start(dsn=SENTRY_DSN, environment=envstr("SENTRY_ENVIRONMENT", ""), release=envstr("SENTRY_RELEASE", ""),
+             send_pii=envbool("SENTRY_SEND_PII", False),
+             traces_sample_rate=envfloat("SENTRY_TRACES_SAMPLE_RATE", 0.0))
 
 # --- HTTPS behind a proxy (docs/deploy.md) ------------------------------------
 # "HTTP_X_FORWARDED_PROTO,https": the proxy says which requests came over HTTPS.

@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,34 @@ def api_for(users):
     return make
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _collected_static():
+    """Pages name the hashed static files of collectstatic's manifest, as in production: collect once a run
+    (into the tests' own STATIC_ROOT, which the live servers the tests start read too)."""
+    from django.core.management import call_command
+
+    call_command("collectstatic", "--noinput", verbosity=0)
+
+
+@pytest.fixture(scope="session")
+def live_server(request, _collected_static):
+    """pytest-django's live server, serving /static/ from STATIC_ROOT (collectstatic's hashed, compressed files)
+    as WhiteNoise and nginx do in production, rather than from the source folders, which lack the hashed names."""
+    import django.contrib.staticfiles.handlers as handlers
+    from django.test.testcases import _StaticFilesHandler
+    from pytest_django.live_server_helper import LiveServer
+
+    addr = request.config.getvalue("liveserver") or os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost"
+    finders_handler = handlers.StaticFilesHandler
+    handlers.StaticFilesHandler = _StaticFilesHandler  # what LiveServer picks up while it starts
+    try:
+        server = LiveServer(addr)
+    finally:
+        handlers.StaticFilesHandler = finders_handler
+    yield server
+    server.stop()
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings, tmp_path):
     # Files uploaded by tests go to a temporary media folder.
@@ -128,7 +157,8 @@ def _fresh_throttles():
     client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
     if client_of is not None:  # Redis: delete throttle keys only, never the broker's
         client = client_of(None, write=True)
-        for pattern in ("*throttle_*", "*boards:*"):  # and cached boards (leaderboard/core/boardcache.py)
+        # and cached boards (leaderboard/core/boardcache.py) and the metrics' last counts (leaderboard/core/metrics.py)
+        for pattern in ("*throttle_*", "*boards:*", "*metrics:*"):
             for key in client.scan_iter(match=pattern):
                 client.delete(key)
     else:

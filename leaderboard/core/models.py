@@ -519,3 +519,57 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class WorkerHeartbeat(models.Model):
+    """One row per process that runs tasks: proof, renewed every few seconds, that it is alive.
+
+    Written by every pool process of every worker (the solo pool: the worker itself), busy or
+    idle, from a thread of its own (``leaderboard/core/liveness.py``). In the database, so it is
+    read the same way whichever broker carries the tasks.
+    """
+
+    name = models.CharField(max_length=255, unique=True)  # "<worker node name>/<pid>"
+    hostname = models.CharField(max_length=255)  # the Celery node name, e.g. serve-123@host
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField(default=timezone.now)
+    beat_at = models.DateTimeField(default=timezone.now)
+    # When the task in hand started (null while idle), and when it last started or finished one.
+    busy_since = models.DateTimeField(null=True, blank=True)
+    last_task_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-beat_at", "-id"]
+        indexes = [
+            # worker_heartbeat_age_seconds(): the newest beat, of all workers or of one node.
+            models.Index(fields=["hostname", "beat_at"], name="workerheartbeat_node_beat"),
+            models.Index(fields=["beat_at"], name="workerheartbeat_beat"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TimingBucket(models.Model):
+    """One bucket of a duration histogram that /metrics shows (``leaderboard.core.services.timings``).
+
+    Kept in the database rather than in a process: every worker, on any machine,
+    adds its observations to the same rows, and any web process reads them. A row
+    holds the observations of one metric and kind that fell in (the previous
+    bound, ``le``]: how many, and their seconds added up.
+    """
+
+    metric = models.CharField(max_length=64)
+    kind = models.CharField(max_length=40)
+    le = models.CharField(max_length=16)  # the bucket's upper bound as Prometheus writes it: "2.5", "+Inf"
+    count = models.BigIntegerField(default=0)
+    seconds = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["metric", "kind", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["metric", "kind", "le"], name="timing_bucket_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.metric}{{kind={self.kind}, le={self.le}}} = {self.count}"

@@ -2,7 +2,10 @@
 of docker-compose.yml, which keeps slow clients from starving gunicorn (issue 14, point 4)."""
 from __future__ import annotations
 
+import gzip
+import hashlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -61,13 +64,14 @@ def _nginx() -> str:
     return path
 
 
-def _start_nginx(upstream_port: int, tmp: Path) -> tuple[subprocess.Popen, int]:
-    """deploy/nginx.conf, as docker-compose.yml mounts it, pointed at a local gunicorn and port."""
+def _start_nginx(upstream_port: int, tmp: Path, static_root: Path | None = None) -> tuple[subprocess.Popen, int]:
+    """deploy/nginx.conf, as docker-compose.yml mounts it, pointed at a local gunicorn and port (and
+    ``static_root`` for the volume's collected static files)."""
     port = free_port()
     site = (ROOT / "deploy" / "nginx.conf").read_text()
     site = site.replace("server web:8000;", f"server 127.0.0.1:{upstream_port};")
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
-    site = site.replace("/data/staticfiles/", f"{tmp}/staticfiles/")
+    site = site.replace("/data/staticfiles/", f"{static_root or tmp / 'staticfiles'}/")
     site = site.replace("access_log /dev/stdout leaderboard;", f"access_log {tmp}/access.log leaderboard;")
     for folder in ("staticfiles", "body", "proxy"):
         (tmp / folder).mkdir(exist_ok=True)
@@ -229,3 +233,142 @@ def test_deploy_production_environment_sends_https_only_headers_and_the_csp(tmp_
         assert cookies and all("Secure" in c for c in cookies), cookies
     finally:
         stop_worker(proc)
+
+
+def _fetch(url: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as resp:
+            return resp.status, resp.headers, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers, err.read()
+
+
+def _max_age(headers) -> int:
+    found = re.search(r"max-age=(\d+)", headers.get("Cache-Control", ""))
+    return int(found.group(1)) if found else 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deploy_static_files_are_hashed_compressed_and_cached_for_a_year(tmp_path, settings):
+    """Pages name each static file by a hash of its content; gunicorn (WhiteNoise, DEBUG off) and nginx
+    (deploy/nginx.conf over the collected files) serve that name gzip-compressed with a year's cache
+    lifetime, unhashed names briefly, and nginx compresses the site's own answers too."""
+    nginx_path = _nginx()
+    assert nginx_path
+    proc, base = start_gunicorn(workers=1, threads=2, env_overrides={
+        "DEBUG": "false", "SECRET_KEY": "s" * 60, "ALLOWED_HOSTS": "127.0.0.1"})
+    nginx, nginx_port = _start_nginx(int(base.rsplit(":", 1)[1]), tmp_path, static_root=Path(settings.STATIC_ROOT))
+    proxy = f"http://127.0.0.1:{nginx_port}"
+    source = (ROOT / "static" / "core" / "site.css").read_bytes()
+    try:
+        page = _fetch(base + "/")[2].decode()
+        linked = re.search(r'href="(/static/core/site\.([0-9a-f]{12})\.css)"', page)
+        assert linked, "the page should link the hashed stylesheet"
+        path, digest = linked.groups()
+        assert digest == hashlib.md5(source).hexdigest()[:12]  # the name changes when the content does
+        answers = {origin: _fetch(origin + path, {"Accept-Encoding": "gzip"}) for origin in (base, proxy)}
+        plain = {origin: _fetch(origin + "/static/core/site.css") for origin in (base, proxy)}
+        page_via_proxy = _fetch(proxy + "/", {"Accept-Encoding": "gzip"})
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        log = stop_worker(proc)
+    for origin, (status, headers, body) in answers.items():
+        assert status == 200, (origin, log[-2000:])
+        assert headers["Content-Encoding"] == "gzip" and gzip.decompress(body) == source, origin
+        assert _max_age(headers) >= 365 * 24 * 3600 and "immutable" in headers["Cache-Control"], origin
+    for origin, (status, headers, body) in plain.items():
+        assert status == 200 and body == source and 0 < _max_age(headers) <= 3600, origin
+    assert page_via_proxy[0] == 200 and page_via_proxy[1]["Content-Encoding"] == "gzip"
+    assert gzip.decompress(page_via_proxy[2]).decode().startswith("<!doctype html>")
+
+
+def _docker_compose() -> str:
+    path = shutil.which("docker-compose")
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("docker-compose is not installed (apt-get install docker-compose); CI=true, so it must run",
+                        pytrace=False)
+        pytest.skip("docker-compose is not installed (apt-get install docker-compose)")
+    return path
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration ("5m", "1m30s", "300s") in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", str(duration))
+    assert parts, duration
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def test_deploy_compose_config_is_valid_and_migrates_once_before_anything_starts():
+    """docker-compose renders the file (no engine needed); migrations run in a one-off service that web,
+    worker and beat wait for; the worker may take minutes to finish a round when stopped."""
+    import yaml
+
+    compose = _docker_compose()
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    refused = subprocess.run([compose, "-f", str(ROOT / "docker-compose.yml"), "config", "-q"], env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "set SECRET_KEY" in refused.stderr  # no stack without a secret
+    rendered = subprocess.run([compose, "-f", str(ROOT / "docker-compose.yml"), "config"],
+                              env={**env, "SECRET_KEY": "k" * 50}, capture_output=True, text=True, timeout=120)
+    assert rendered.returncode == 0, rendered.stderr
+    services = yaml.safe_load(rendered.stdout)["services"]
+
+    def command(name: str) -> str:
+        cmd = services[name].get("command", "")
+        return " ".join(cmd) if isinstance(cmd, list) else cmd
+
+    assert "manage.py migrate" in command("migrate") and "collectstatic" in command("migrate")
+    assert services["migrate"].get("restart") in (None, "no")
+    images = {services[name]["image"] for name in ("migrate", "web", "worker", "beat")}
+    assert len(images) == 1  # one image, built once
+    for name in ("web", "worker", "beat"):
+        assert "migrate" not in command(name), name
+        assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
+        assert services[name]["depends_on"]["db"]["condition"] == "service_healthy", name
+    assert _seconds(services["worker"]["stop_grace_period"]) >= 120
+    assert "/healthz" in " ".join(services["web"]["healthcheck"]["test"])
+    assert services["proxy"]["depends_on"]["web"]["condition"] == "service_healthy"
+    assert list(services["proxy"]["ports"]) and not services["web"].get("ports")
+
+
+def _promtool() -> str:
+    path = shutil.which("promtool")
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("promtool is not installed (apt-get install prometheus); CI=true, so it must run", pytrace=False)
+        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    return path
+
+
+def test_deploy_alert_rules_load_and_fire_on_trouble(tmp_path):
+    """The rule file an operator loads is valid PromQL, and its unit tests (alerts.test.yml) pass: each
+    alert fires on series that mean trouble and stays quiet on healthy ones."""
+    promtool = _promtool()
+    folder = ROOT / "deploy" / "prometheus"
+    for args in (["check", "rules", "alerts.yml"], ["test", "rules", "alerts.test.yml"]):
+        done = subprocess.run([promtool, *args], cwd=folder, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+    # The scrape job as written, with a token file where the operator would put one.
+    (tmp_path / "metrics_token").write_text("t0ken")
+    config = (folder / "prometheus.yml").read_text().replace("/etc/prometheus/metrics_token",
+                                                                str(tmp_path / "metrics_token"))
+    (tmp_path / "prometheus.yml").write_text(config)
+    shutil.copy(folder / "alerts.yml", tmp_path / "alerts.yml")
+    done = subprocess.run([promtool, "check", "config", "prometheus.yml"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_deploy_alert_rules_name_only_series_the_site_exports(client, db):
+    exported = set(re.findall(r"^# TYPE (\w+) (\w+)", client.get("/metrics", REMOTE_ADDR="127.0.0.1")
+                              .content.decode(), re.M))
+    families = {name for name, _ in exported}
+    rules = (ROOT / "deploy" / "prometheus" / "alerts.yml").read_text()
+    used = set(re.findall(r"\b(leaderboard_\w+)", rules))
+    assert used
+    unknown = {name for name in used if name not in families and re.sub(r"_(bucket|count|sum)$", "", name)
+               not in {n for n, kind in exported if kind == "histogram"}}
+    assert unknown == set()

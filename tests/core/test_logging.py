@@ -107,8 +107,10 @@ def test_logging_live_server_with_debug_off_writes_json_lines_with_traceback_and
     records = [json.loads(line) for line in lines]  # every line is one JSON object
     errors = [r for r in records if r["logger"] == "django.request" and r["level"] == "ERROR"]
     assert {r["request_id"] for r in errors} == {request_id, page.headers["X-Request-ID"]}
-    for error in errors:
-        assert "BoomError: boom, for the logging test" in error["traceback"] and error["status"] == 500
+    assert all(error["status"] == 500 and error["exc_type"] == "BoomError" for error in errors)
+    # The same cause twice: its traceback once, then a note pointing at it (RepeatedTracebackFilter).
+    assert "BoomError: boom, for the logging test" in errors[0]["traceback"]
+    assert "traceback" not in errors[1] and errors[1]["traceback_omitted"].startswith("BoomError at boom_urls.py:")
     access = [r for r in records if r["logger"] == "gunicorn.access"]
     assert any(f"rid={request_id}" in r["message"] and '" 500 ' in r["message"] for r in access)
     assert any(f"rid={ok.headers['X-Request-ID']}" in r["message"] for r in access)

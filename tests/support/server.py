@@ -20,8 +20,8 @@ def free_port() -> int:
 
 
 def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | None = None,
-                   ready_headers: dict | None = None):
-    """gunicorn on a free port; ready once /api/benchmarks/ answers 200 (asked with ``ready_headers``)."""
+                   ready_headers: dict | None = None, ready_path: str = "/api/benchmarks/"):
+    """gunicorn on a free port; ready once ``ready_path`` answers 200 (asked with ``ready_headers``)."""
     port = free_port()
     log = tempfile.NamedTemporaryFile("w+", prefix="gunicorn-", suffix=".log", delete=False)
     proc = subprocess.Popen(
@@ -36,7 +36,7 @@ def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | 
         if proc.poll() is not None:
             raise RuntimeError("gunicorn exited:\n" + Path(log.name).read_text())
         try:
-            urllib.request.urlopen(urllib.request.Request(base + "/api/benchmarks/", headers=ready_headers or {}),
+            urllib.request.urlopen(urllib.request.Request(base + ready_path, headers=ready_headers or {}),
                                    timeout=2)
             return proc, base
         except (urllib.error.URLError, ConnectionError, OSError):

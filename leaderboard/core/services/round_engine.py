@@ -51,6 +51,7 @@ from leaderboard.core.services.outbox import round_version_enqueue_on_commit
 from leaderboard.core.services.predictions import PredictionsSource, display_name, payload_check, predictions_parse
 from leaderboard.core.services.rounds import round_lock_for_upload, round_set_status, rounds_open
 from leaderboard.core.services.submissions import submissions_set_status_bulk
+from leaderboard.core.services.timings import timing_record
 
 log = logging.getLogger("leaderboard.rounds")
 
@@ -360,7 +361,8 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
     later version is scored), the submissions' statuses (final version: scored),
     the round's resolution, the standings (final version) and ``scored_at``. A
     worker killed before that commit leaves the previous board in place; the
-    redelivered task (or the sweep) does it again.
+    redelivered task (or the sweep) does it again. The time taken is added to
+    ``leaderboard_round_scoring_seconds`` (/metrics).
     """
     with transaction.atomic():
         tv = (TruthVersion.objects.select_for_update().select_related("round__benchmark")
@@ -446,6 +448,7 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
              "CPU %.1f s, %.1f s, %.1f s)", benchmark.slug, round_.number, tv.version, len(counted),
              loaded - started, computed - loaded, time.perf_counter() - computed, loaded_cpu - started_cpu,
              computed_cpu - loaded_cpu, time.process_time() - computed_cpu)
+    timing_record(metric="round_scoring", kind=benchmark.kind, seconds=time.perf_counter() - started)
     return "scored"
 
 

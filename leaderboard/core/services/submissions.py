@@ -47,6 +47,7 @@ from leaderboard.core.services.rounds import (
     round_takes_submissions,
     submissions_refusal,
 )
+from leaderboard.core.services.timings import timing_record
 
 log = logging.getLogger("leaderboard.submissions")
 
@@ -179,7 +180,8 @@ def submission_score(*, submission_id: int) -> str | None:
     Returns the final status, or None when there was nothing to do.
     Side effects: status queued -> scoring -> scored|failed with events;
     scores and per-case rows replaced in one transaction together with the
-    round's leaderboard rows.
+    round's leaderboard rows; once scored, the time taken is added to
+    ``leaderboard_scoring_seconds`` (/metrics).
     """
     with transaction.atomic():
         sub = Submission.objects.select_for_update().filter(pk=submission_id).first()
@@ -191,6 +193,7 @@ def submission_score(*, submission_id: int) -> str | None:
         attempt = sub.attempts + 1
         submission_set_status(sub, Status.SCORING, f"scoring (attempt {attempt})", attempts=attempt,
                               heartbeat_at=timezone.now())
+    started = time.perf_counter()
 
     if settings.SCORING_DELAY_SECONDS:
         time.sleep(settings.SCORING_DELAY_SECONDS)
@@ -239,6 +242,7 @@ def submission_score(*, submission_id: int) -> str | None:
                               + ("" if version.is_final else " (interim: provisional)"),
                               truth_version=version, errors=[])
         leaderboard_refresh_entrant(sub.round, sub.entrant_id)
+    timing_record(metric="scoring", kind=benchmark.kind, seconds=time.perf_counter() - started)
     return Status.SCORED
 
 

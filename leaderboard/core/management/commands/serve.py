@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 MAX_RESTARTS = 3
@@ -108,6 +109,10 @@ class Command(BaseCommand):
                              "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
                              "--hostname", f"serve-{os.getpid()}@%h"]),
         ]
+        if not settings.DEBUG:
+            # With DEBUG off, pages name the hashed files of collectstatic's manifest.
+            call_command("collectstatic", "--noinput", verbosity=0)
+            self.say("static files collected (DEBUG is off)")
         self.stopping = 0
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGTERM, self._on_signal)
