@@ -174,6 +174,53 @@ def test_recall_matrix_equals_column_by_column():
     np.testing.assert_allclose(got, want, atol=1e-15)
 
 
+def ginkgo_k(n: int, frac: float) -> int:
+    """abdev-benchmark's recall_at_k: ``top_k = int(len(y_true) * frac)``."""
+    return int(n * frac)
+
+
+def test_top_fraction_k_floor_is_ginkgos_int_for_a_tenth_at_every_n():
+    assert [top_fraction_k(n, 0.1, "floor") for n in (10, 19, 20, 30, 246, 49)] == [1, 1, 2, 3, 24, 4]
+    for n in range(10, 20_000):
+        assert top_fraction_k(n, 0.1, "floor") == ginkgo_k(n, 0.1), n
+    # Where a float product falls a hair short of an integer we take the integer (int(0.29 * 100) is 28).
+    assert top_fraction_k(100, 0.29, "floor") == 29 and ginkgo_k(100, 0.29) == 28
+
+
+@pytest.mark.parametrize("n", [1, 5, 9])
+def test_top_fraction_k_floor_refuses_an_empty_top(n):
+    with pytest.raises(ValueError, match=rf"int\(0.1 x {n}\) = 0 cases .*at least 10"):
+        top_fraction_k(n, 0.1, "floor")
+    with pytest.raises(ValueError, match="= 0 cases"):
+        top_fraction_recall(np.arange(n), np.arange(n), 0.1, k_rule="floor")
+    with pytest.raises(ValueError, match="k_rule"):
+        top_fraction_k(20, 0.1, "nearest")
+
+
+def test_recall_floor_hand_worked_and_against_ceil():
+    # n = 15, fraction 0.1: floor k = int(1.5) = 1, ceil k = 2.
+    # Truth 0..14: the true top is {14} (floor) or {14, 13} (ceil). Prediction puts 13 first, then 14.
+    t = np.arange(15.0)
+    p = t.copy()
+    p[13], p[14] = 20.0, 19.0
+    assert top_fraction_recall(t, p, 0.1, k_rule="floor") == 0.0   # predicted top {13}, true top {14}
+    assert top_fraction_recall(t, p, 0.1, k_rule="ceil") == 1.0    # both {13, 14}
+
+
+def test_recall_lower_is_better_takes_the_lowest_values_as_top():
+    # HIC-like: lower is better, 20 cases, floor k = int(0.1 x 20) = 2. The truth's lowest two are positions
+    # 5 (0.5) and 11 (0.7); the prediction's lowest two are 5 (1.0) and 3 (1.5): recall 1/2.
+    t = np.linspace(9.9, 8.0, 20)
+    t[5], t[11] = 0.5, 0.7
+    p = np.linspace(5.0, 6.9, 20)
+    p[5], p[3], p[19] = 1.0, 1.5, 99.0
+    assert top_fraction_recall(t, p, 0.1, higher_is_better=False, k_rule="floor") == 0.5
+    p[11] = 1.2  # now the prediction's lowest two are 5 and 11, the truth's: recall 1
+    assert top_fraction_recall(t, p, 0.1, higher_is_better=False, k_rule="floor") == 1.0
+    # Read as higher-is-better the top would be the highest: truth {0 (9.9), 1 (9.8)}, prediction {19, 18}: 0.
+    assert top_fraction_recall(t, p, 0.1, higher_is_better=True, k_rule="floor") == 0.0
+
+
 @pytest.mark.parametrize("fraction", [0, -0.1, 1.5, float("nan"), "0.1", True])
 def test_recall_fraction_outside_range_raises(fraction):
     with pytest.raises(ValueError, match="fraction must be"):
@@ -202,6 +249,7 @@ def test_config_defaults_and_recall_defaults_to_direction():
         "inputs": [],
         "weights": {"spearman": 0.6, "recall": 0.4},
         "recall_fraction": 0.1,
+        "recall_k": "ceil",
         "max_upload_bytes": 10485760,
     }
     assert KIND.validate_config(cfg) == cfg  # idempotent
@@ -223,6 +271,7 @@ def test_config_defaults_and_recall_defaults_to_direction():
         ({"properties": [{"name": "A", "higher_is_better": True}], "weights": {"speed": 1}}, "weights.speed", "unknown key"),
         ({"properties": [{"name": "A", "higher_is_better": True}], "max_upload_bytes": "10MB"}, "max_upload_bytes", "integer"),
         ({"properties": [{"name": "A", "higher_is_better": False}]}, "weights.recall", "no property has recall"),
+        ({"properties": [{"name": "A", "higher_is_better": True}], "recall_k": "round"}, "recall_k", '"floor"'),
     ],
 )
 def test_config_errors_name_the_bad_key(config, column, message):
@@ -316,6 +365,51 @@ def test_score_weighting_hand_worked():
     assert pub["recall"] == pytest.approx(1.0)
     # score = 0.6 * -0.1 + 0.4 * 1.0 = 0.34
     assert pub["score"] == pytest.approx(0.34)
+
+
+def _bundle_csv(splits: dict[str, int], measured_b: int | None = None) -> bytes:
+    """cases.csv with ``splits[s]`` cases per split; A = i, B = 100 - i (B missing beyond ``measured_b``)."""
+    lines, i = ["sequence_id,fold,split,A,B"], 0
+    for split, count in splits.items():
+        for j in range(count):
+            i += 1
+            b = "" if measured_b is not None and j >= measured_b else f"{100 - i}"
+            lines.append(f"s{i},{i % 5},{split},{i},{b}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+FLOOR_CFG = {"properties": [{"name": "A", "higher_is_better": True},
+                            {"name": "B", "higher_is_better": False, "recall": True}], "recall_k": "floor"}
+
+
+def test_bundle_refuses_a_ranked_split_whose_floor_top_is_empty():
+    # private: 9 cases, int(0.1 x 9) = 0; B measured for 12 of the 20 public cases only: int(1.2) = 1, fine.
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.parse_bundle({"cases.csv": _bundle_csv({"dev": 4, "public": 20, "private": 9})}, FLOOR_CFG)
+    messages = {(e.column, e.message) for e in exc.value.errors}
+    assert {c for c, _ in messages} == {"A", "B"}
+    assert all("the private split has 9 measured values" in m and "int(0.1 x 9) = 0" in m for _, m in messages)
+    bundle = KIND.parse_bundle({"cases.csv": _bundle_csv({"dev": 4, "public": 20, "private": 10}, measured_b=12)},
+                               FLOOR_CFG)
+    assert bundle.config["recall_k"] == "floor"
+    # The same small split is fine under ceil (k = 1).
+    KIND.parse_bundle({"cases.csv": _bundle_csv({"public": 20, "private": 9})}, {**FLOOR_CFG, "recall_k": "ceil"})
+
+
+def test_kind_recall_floor_lower_is_better_and_a_small_dev_subset():
+    bundle = KIND.parse_bundle({"cases.csv": _bundle_csv({"dev": 4, "public": 20, "private": 10})}, FLOOR_CFG)
+    ids = bundle.cases.ids()
+    # Predict A exactly; for B (lower is better, truth 100 - i: the public top 2 are s24 and s23, the
+    # lowest) put s23 and s5 lowest: recall 1/2. Dev: only 4 cases, int(0.4) = 0: no recall there.
+    rows = ["sequence_id,A,B,fold"]
+    for k, sid in enumerate(ids, start=1):
+        b = {"s23": -5.0, "s5": -4.0}.get(sid, float(k))
+        rows.append(f"{sid},{k},{b},{k % 5}")
+    sub = KIND.parse_submission("\n".join(rows).encode(), filename="s.csv", cases=bundle.cases,
+                                config=bundle.config)
+    metrics = KIND.score(sub, cases=bundle.cases, truth=bundle.truth, config=bundle.config).metrics
+    assert metrics["public"]["recall:A"] == 1.0 and metrics["public"]["recall:B"] == 0.5
+    assert metrics["dev"]["recall:A"] is None and metrics["dev"]["score"] is None
 
 
 def test_public_and_private_are_scored_separately():
