@@ -8,7 +8,9 @@ a half whose ideal DCG is 0 scores 0; the result is the mean of the halves.
 
 ``rank_targets`` turns realised returns into the [0, 1] truth the metric needs:
 ``rank(average) / count`` per column (round and horizon), as crowdcent's
-``create_ranking_targets`` does for one date.
+``create_ranking_targets`` does for one date: by default an id missing any
+horizon's return is left out of every horizon (its ``drop_incomplete=True``);
+``missing="per_horizon"`` ranks each horizon over the ids that have its return.
 
 ``score_ranking_horizons`` scores a whole round of the ``ranking`` kind, every
 submission and horizon at once: symmetric NDCG@k and Spearman (crowdcent's
@@ -37,6 +39,7 @@ from scoring.rounds import (
 
 __all__ = [
     "symmetric_ndcg_at_k",
+    "MISSING_RULES",
     "rank_targets",
     "rank_scaled",
     "rank_scaled_mean",
@@ -63,13 +66,35 @@ def symmetric_ndcg_at_k(y_true: Any, y_pred: Any, k: int) -> Any:
     return per_submission_like(y_pred, score_ranking_round(y_pred, y_true, k))
 
 
-def rank_targets(returns: Any) -> Any:
-    """Cross-sectional rank targets: average rank / count of values, per column; NaN kept.
+MISSING_RULES = ("drop_id", "per_horizon")
+
+
+def rank_targets(returns: Any, *, missing: str = "drop_id") -> Any:
+    """Cross-sectional rank targets: average rank / count of values, per column (horizon); NaN kept.
+
+    ``missing="drop_id"`` (default), crowdcent's ``create_ranking_targets`` with its
+    default ``drop_incomplete=True``: an id without a return in some column is
+    left out of every column (NaN target everywhere) and the others are ranked
+    among themselves. A column with no value at all (an interim snapshot before
+    that horizon is due) is left out of that rule, where crowdcent would drop
+    every id. ``missing="per_horizon"``: each column is ranked over the ids that
+    have a value in it. (crowdcent's ``drop_incomplete=False`` is neither: it
+    ranks over the ids with a value but divides by the count of every id, so its
+    top target is below 1; we do not offer that.)
 
     A Series (one round and horizon) gives a Series, a DataFrame (one column per
     horizon) a DataFrame, an array an array.
     """
+    if missing not in MISSING_RULES:
+        raise ValueError(f"missing must be one of {', '.join(MISSING_RULES)}; got {missing!r}")
     frame = as_frame(returns, what="returns")
+    if missing == "drop_id":
+        values = frame.to_numpy(dtype=np.float64)
+        gaps = np.isnan(values)
+        incomplete = gaps[:, ~gaps.all(axis=0)].any(axis=1)
+        if incomplete.any():
+            frame = frame.copy()
+            frame.iloc[incomplete, :] = np.nan
     ranks = RoundMatrix.from_frame(frame).ranks()
     return per_id_like(returns, frame, percentile_ranks(ranks.codes, ranks.counts, centred=False).T)
 
