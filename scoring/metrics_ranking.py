@@ -99,9 +99,21 @@ def rank_targets(returns: Any, *, missing: str = "drop_id") -> Any:
     return per_id_like(returns, frame, percentile_ranks(ranks.codes, ranks.counts, centred=False).T)
 
 
+def _not_empty(values: np.ndarray, what: str, *, rows: bool = True) -> np.ndarray:
+    """``values`` (submissions x ids) or ValueError naming what is empty: no id (or no submission)."""
+    if values.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (submissions x ids); got {values.ndim} dimensions")
+    if values.shape[1] == 0:
+        raise ValueError(f"{what} is empty: it needs at least one id")
+    if rows and values.shape[0] == 0:
+        raise ValueError(f"{what} is empty: it needs at least one submission")
+    return values
+
+
 def rank_scaled(values: np.ndarray) -> np.ndarray:
     """``rank(average) / count`` of each row of ``values`` (submissions x ids); NaN kept, not counted."""
-    codes, counts, _ = rank_codes(np.atleast_2d(np.asarray(values, dtype=np.float64)))
+    values = _not_empty(np.atleast_2d(np.asarray(values, dtype=np.float64)), "values")
+    codes, counts, _ = rank_codes(values)
     return percentile_ranks(codes, counts, centred=False)
 
 
@@ -113,7 +125,7 @@ def rank_scaled_mean(values: np.ndarray) -> np.ndarray:
     in exact arithmetic get bitwise equal values (a float sum could split them by one
     unit in the last place, and a tie in what is fitted on it would then come and go).
     """
-    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    values = _not_empty(np.atleast_2d(np.asarray(values, dtype=np.float64)), "values")
     m, n = values.shape
     codes, _, _ = rank_codes(values)
     return (codes.sum(axis=0, dtype=np.int64) + 2 * m) / (2.0 * n * m)
@@ -126,8 +138,10 @@ def spearman_rows(values: np.ndarray, other: np.ndarray) -> np.ndarray:
     undefined (a constant row or ``other`` constant, fewer than two ids) 0.0, as
     crowdcent-challenge's ``spearman_correlation`` answers. No NaN allowed.
     """
-    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    values = _not_empty(np.atleast_2d(np.asarray(values, dtype=np.float64)), "values", rows=False)
     other = np.asarray(other, dtype=np.float64)
+    if other.shape != values.shape[1:]:
+        raise ValueError(f"other must have one value per id ({values.shape[1]}); got shape {other.shape}")
     if np.isnan(values).any() or np.isnan(other).any():
         raise ValueError("spearman_rows takes complete rows; drop the ids without a value first")
     codes, _, _ = rank_codes(values)
@@ -155,8 +169,10 @@ def meta_residuals(values: np.ndarray, meta: np.ndarray) -> tuple[np.ndarray, np
     it entirely: a constant row, or a residual that is rounding noise next to the row's
     own spread (the reference goes on and ranks that noise).
     """
-    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    values = _not_empty(np.atleast_2d(np.asarray(values, dtype=np.float64)), "values", rows=False)
     meta = np.asarray(meta, dtype=np.float64)
+    if meta.shape != values.shape[1:]:
+        raise ValueError(f"meta must have one value per id ({values.shape[1]}); got shape {meta.shape}")
     constant = (values == values[:, :1]).all(axis=1)
     centred = values - values.mean(axis=1, keepdims=True)
     centred[constant] = 0.0  # the mean of equal values can miss them by a unit in the last place
@@ -205,6 +221,8 @@ def score_ranking_horizons(values: np.ndarray, targets: np.ndarray, *, horizons:
         raise ValueError(f"values must be (submissions, ids, horizons) and targets (ids, horizons); got "
                          f"{values.shape} and {targets.shape}")
     m, n, n_h = values.shape
+    if n == 0 or n_h == 0:
+        raise ValueError(f"values is empty: it needs at least one id and one horizon; got shape {values.shape}")
     if len(horizons) != n_h:
         raise ValueError(f"{n_h} horizon columns but {len(horizons)} horizon names")
     if not np.isfinite(values).all():

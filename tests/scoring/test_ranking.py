@@ -7,7 +7,7 @@ import pytest
 from crowdcent_challenge.scoring import create_ranking_targets
 from crowdcent_challenge.scoring import symmetric_ndcg_at_k as reference_ndcg
 
-from scoring import metrics
+from scoring import metrics, metrics_ranking
 from scoring.metrics_ranking import score_ranking_horizons
 from scoring.rounds import score_ranking_round
 from tests.scoring.conftest import ids
@@ -308,3 +308,18 @@ def test_ranking_round_beyond_one_chunk_of_submissions_equals_crowdcent():
                                                                          abs=1e-9)
             assert got.metrics[f"unique_ndcg_{h}"][i] == pytest.approx(unique_ndcg(y, ranked[s], meta[s], k=10),
                                                                        abs=1e-9)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: metrics_ranking.rank_scaled(np.empty((1, 0))),
+    lambda: metrics_ranking.rank_scaled_mean(np.empty((3, 0))),
+    lambda: metrics_ranking.spearman_rows(np.empty((2, 0)), np.empty(0)),
+    lambda: metrics_ranking.meta_residuals(np.empty((1, 0)), np.empty(0)),
+    lambda: metrics_ranking.score_ranking_horizons(np.empty((2, 0, 2)), np.empty((0, 2)), horizons=["10d", "30d"],
+                                                   k=40),
+    lambda: metrics.symmetric_ndcg_at_k(np.empty(0), np.empty(0), 40),
+    lambda: metrics.rank_targets(np.empty(0)),
+])
+def test_empty_ranking_input_raises_a_value_error_naming_it(call):
+    with pytest.raises(ValueError, match=r"is empty: it needs at least one id"):
+        call()
