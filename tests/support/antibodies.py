@@ -1,4 +1,6 @@
-"""Demo data for the ``properties`` kind: a synthetic antibody developability benchmark.
+"""A synthetic antibody developability benchmark for tests (the demo uses Ginkgo's real GDPa1 data:
+leaderboard/demo/properties.py). Tests that need a bundle whose sequences carry a strong, known
+signal (a composition model that must clearly beat random) use this one.
 
 Pure Python and numpy, no Django: ``write_bundle`` writes a bundle folder that
 ``load_benchmark`` reads, ``baseline_submissions`` gives three CSV submissions of
