@@ -64,6 +64,9 @@ META = {
         "CapitalBench itself. The open practice round is ours: its start prices are the last published "
         "closes, and no prices will follow."
     ),
+    "credit": ("CapitalBench ([github.com/ishtiaqrahman/capitalbench](https://github.com/ishtiaqrahman/capitalbench)), "
+               "[CC BY 4.0](https://creativecommons.org/licenses/by/4.0/): the official rounds' prices, portfolios "
+               "and rationales, replayed here (the practice round is ours)"),
     "daily_limit": 30,
     "config": {"max_rationale_chars": 8000},
 }

@@ -75,6 +75,10 @@ BASELINES = {
     "random_predictor": "random values: the floor every model should clear",
 }
 
+CREDIT = ("GDPa1 v1.2 and baseline predictions by Ginkgo Bioworks, from "
+          "[github.com/ginkgobioworks/abdev-benchmark](https://github.com/ginkgobioworks/abdev-benchmark), MIT licence, "
+          "Copyright (c) 2025 Antibody Developability Benchmark Contributors; the split is ours")
+
 DESCRIPTION = """\
 Predict five developability properties of **246 therapeutic antibodies** (approved
 drugs and clinical candidates) from the sequences of their heavy and light variable
@@ -163,7 +167,7 @@ def write_bundle(directory: Path) -> Path:
     Measurements are copied as GDPa1 writes them (text), empty where not measured.
     """
     meta = {"slug": SLUG, "title": "Antibody developability (GDPa1)", "kind": "properties",
-            "description": DESCRIPTION, "daily_limit": 5, "closes_at": CLOSES_AT, "config": CONFIG}
+            "description": DESCRIPTION, "credit": CREDIT, "daily_limit": 5, "closes_at": CLOSES_AT, "config": CONFIG}
     rows = ([r["antibody_name"], r[FOLD_COLUMN], SPLIT_OF_FOLD[int(r[FOLD_COLUMN])],
              *(r[INPUT_SOURCE[c]] for c in INPUTS), *(r[p] for p in NAMES)] for r in antibodies())
     return write_bundle_files(directory, meta, ["sequence_id", "fold", "split", *INPUTS, *NAMES], rows)

@@ -388,7 +388,8 @@ class PortfolioKind(RoundKind):
             "",
             "Interim price snapshots give a provisional return (and against the S&P 500); score, rank, regret "
             "and the oracle wait for the final prices. Weekly and monthly tracks are ranked apart, inside "
-            "comparison sets: `100 x sum(returns) / sum(oracle returns)` over the rounds every member completed.",
+            "comparison sets: `min(100, 100 x sum(returns) / sum(oracle returns))` over the rounds every member "
+            "completed.",
         ]) + "\n"
 
     def example_submission(self, cases: CaseSet, config: Mapping[str, Any]) -> tuple[str, bytes]:

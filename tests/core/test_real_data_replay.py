@@ -110,6 +110,7 @@ def test_capitalbench_rounds_replayed_through_the_site_equal_the_published_resul
     staff = client_for(User.objects.create_user("organiser", password="pw-organiser-1", is_staff=True,
                                                 is_superuser=True))
     benchmark = benchmark_load_bundle(capital.write_bundle(tmp_path / "capital")).benchmark
+    assert "CapitalBench" in benchmark.credit and "CC BY 4.0" in benchmark.credit  # shown on every page
     url = f"/api/benchmarks/{benchmark.slug}"
     models = {m: client_for(User.objects.create_user(m)) for m, _ in capital.models()}
     rounds = capital.rounds()

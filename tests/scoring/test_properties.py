@@ -678,6 +678,7 @@ def test_demo_bundle_is_gdpa1_as_published(demo):
     assert meta["daily_limit"] == 5 and meta["closes_at"] == "2030-12-31T23:59:59Z"
     assert "GDPa1" in meta["description"] and "MIT" in meta["description"]
     assert "github.com/ginkgobioworks/abdev-benchmark" in meta["description"]
+    assert "abdev-benchmark" in meta["credit"] and "MIT" in meta["credit"]  # shown on every page
     # Ginkgo's directions (ASSAY_HIGHER_IS_BETTER), recall on all five, k = int(0.1 x n).
     assert [(p["name"], p["higher_is_better"], p["recall"]) for p in bundle.config["properties"]] == [
         ("HIC", False, True), ("Tm2", True, True), ("Titer", True, True), ("PR_CHO", False, True),

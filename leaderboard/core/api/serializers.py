@@ -40,6 +40,8 @@ class BenchmarkListSerializer(serializers.Serializer):
 
 class BenchmarkDetailSerializer(BenchmarkListSerializer):
     description = serializers.CharField()
+    credit = serializers.CharField(help_text="Where the data comes from and its licence (markdown, one line); "
+                                             "empty when the bundle names none.")
     config = serializers.DictField()
     ranking_metric = serializers.CharField()
     metrics = MetricSerializer(many=True)

@@ -72,6 +72,16 @@ def numeric(value) -> bool:
 
 
 @register.filter
+def inline_markdown(text: str) -> str:
+    """One line of markdown (links, emphasis) as sanitised inline HTML, without the paragraph."""
+    import nh3
+
+    html = markdown.markdown(text or "")
+    html = re.sub(r"^<p>(.*)</p>$", r"\1", html.strip(), flags=re.S)
+    return mark_safe(nh3.clean(html, tags={"a", "em", "strong", "code"}))
+
+
+@register.filter
 def markdown_summary(text: str) -> str:
     """The first paragraph of a markdown text, as plain text (for lists of benchmarks)."""
     html = markdown.markdown(text or "", extensions=["tables"])
