@@ -360,8 +360,8 @@ class PortfolioKind(RoundKind):
             "Upload one portfolio as JSON:",
             "",
             "```json",
-            '{"allocations": [{"option": "NVDA", "percent": 40}, {"option": "GLD", "percent": 35},',
-            '                 {"option": "CASH", "percent": 25}],',
+            f'{{"allocations": [{{"option": "{cfg["benchmark_option"]}", "percent": 60}}, '
+            '{"option": "CASH", "percent": 40}],',
             ' "confidence": 0.62,',
             ' "rationale": "Plain text: why this allocation."}',
             "```",
