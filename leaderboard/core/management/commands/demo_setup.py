@@ -161,14 +161,10 @@ class Command(BaseCommand):
         from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load
 
         User = get_user_model()
-        module.write_bundle(directory)
-        benchmark = benchmark_load_bundle(directory).benchmark
-        if Round.objects.filter(benchmark=benchmark).exists():
+        benchmark = self._round_benchmark(module, directory, [model for model, _ in module.models()],
+                                          "Published model, its official portfolios")
+        if benchmark is None:
             return
-        for model, provider in module.models():
-            owner, _ = User.objects.get_or_create(username=model)
-            Entrant.objects.get_or_create(name=model, defaults={
-                "owner": owner, "description": f"{provider} model: its official portfolios, as published"})
         for real in module.rounds():
             round_ = round_open(benchmark=benchmark, data=real.universe_csv(), filename=f"{real.round_id}.csv",
                                 track=real.track)
