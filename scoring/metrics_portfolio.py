@@ -2,11 +2,14 @@
 
 * ``portfolio_return``: ``sum(weight / 100 * option_return)`` over the submitted
   allocation percentages (cash returns 0).
-* ``oracle_return``: the best return in the saved universe, cash (0) included, so >= 0.
-* ``capitalbench_score``: ``100 * portfolio_return / oracle_return``; with a zero
-  oracle a 0 % portfolio scores 100 and a loss is unavailable (None).
-* ``comparison_set_score``: ``100 * sum(portfolio) / sum(oracle)`` over a set's
-  rounds, with the same zero-oracle rule; returns are never compounded.
+* ``oracle_return``: the best return in the saved universe (every option, the
+  S&P 500 included), cash (0) included, so >= 0.
+* ``capitalbench_score``: CapitalBench's published rule (``capitalBenchScore.js``):
+  an oracle within 1e-7 of zero scores 100 when the return is within 1e-7 of it
+  and is unavailable (None) otherwise; else ``min(100, 100 * return / oracle)``.
+* ``comparison_set_score``: the same rule on ``sum(portfolio)`` and
+  ``sum(oracle)`` over a set's rounds; returns are never compounded; no round,
+  no score (None).
 * ``comparison_sets``: entrants ordered by their first completed round; each
   entrant that joins starts a new set of it and every entrant before it; a set's
   rounds are those every member completed.
@@ -14,8 +17,8 @@
   ``round_results`` (every portfolio of a round at once, from start and end
   prices); ``consistency_summary`` for repeated runs of one entrant.
 
-Returns are plain fractions or percents, as long as portfolio and oracle use the
-same unit: the scores are ratios.
+Returns are fractions (0.0393 for +3.93 %), as CapitalBench's are: the scores
+are ratios, but the 1e-7 zero-oracle tolerance is in those units.
 """
 from __future__ import annotations
 
@@ -47,8 +50,9 @@ __all__ = [
 CASH = "CASH"
 # Allocation percentages must sum to 100 within this (33.33 + 33.33 + 33.34 is fine).
 WEIGHT_SUM_TOLERANCE = 0.01
-# A portfolio return above the oracle by no more than this is rounding, not an error.
-_RETURN_TOLERANCE = 1e-12
+# CapitalBench's SCORE_EPSILON: an oracle this close to zero is a zero oracle, and a return this close
+# to it matches it.
+SCORE_TOLERANCE = 1e-7
 
 
 def _returns_series(option_returns: Any, what: str = "option_returns") -> pd.Series:
@@ -122,39 +126,38 @@ def _finite(value: Any, what: str) -> float:
 
 
 def capitalbench_score(portfolio_return: float, oracle_return: float) -> float | None:
-    """``100 * portfolio_return / oracle_return``.
+    """CapitalBench's score: ``min(100, 100 * portfolio_return / oracle_return)``.
 
-    The oracle is the best return with cash included, so it is >= 0 and no portfolio
-    beats it. A zero oracle: a 0 % portfolio scores 100; a loss has no finite ratio
-    and is unavailable (None, shown as "n/a").
+    As their ``capitalBenchScore.js`` has it: an oracle within 1e-7 of zero scores
+    100 when the return is within 1e-7 of the oracle and is unavailable otherwise
+    (None, shown as "n/a": a loss has no finite ratio). A return above the oracle
+    (rounding of percents) scores 100. The oracle is the best return with cash
+    included, so it is never negative; a negative one is refused (CapitalBench
+    would return a ratio of two losses).
     """
     p = _finite(portfolio_return, "portfolio_return")
     o = _finite(oracle_return, "oracle_return")
-    if o < 0:
+    if o < -SCORE_TOLERANCE:
         raise ValueError("oracle_return cannot be negative: cash (0%) is always in the universe")
-    if p - o > _RETURN_TOLERANCE * max(1.0, abs(o)):
-        raise ValueError(
-            f"portfolio_return {p!r} exceeds oracle_return {o!r}; the oracle must be the best return in the universe"
-        )
-    if o == 0:
-        return 100.0 if p >= -_RETURN_TOLERANCE else None
-    return 100.0 * p / o
+    if abs(o) <= SCORE_TOLERANCE:
+        return 100.0 if abs(p - o) <= SCORE_TOLERANCE else None
+    return min(100.0, 100.0 * p / o)
 
 
 def _round_values(values: Any, what: str) -> pd.Series:
     series = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=np.float64))
-    if len(series) == 0:
-        raise ValueError(f"{what} is empty: a comparison set needs at least one round")
     if not series.index.is_unique:
         raise ValueError(f"{what} lists a round more than once")
     return series.astype(np.float64)
 
 
 def comparison_set_score(portfolio_returns: Any, oracle_returns: Any) -> float | None:
-    """``100 * sum(portfolio_returns) / sum(oracle_returns)`` over a comparison set's rounds.
+    """``capitalbench_score(sum(portfolio_returns), sum(oracle_returns))`` over a comparison set's rounds.
 
     Series are aligned by round id (they must cover the same rounds); sequences by
-    position. The zero-oracle rule of ``capitalbench_score`` applies to the sums.
+    position. The rule of ``capitalbench_score`` (zero-oracle tolerance, at most
+    100) applies to the sums. A set with no round has no score (None), as
+    CapitalBench's ``cumulativeCapitalBenchScore`` answers null for empty lists.
     """
     p = _round_values(portfolio_returns, "portfolio_returns")
     o = _round_values(oracle_returns, "oracle_returns")
@@ -164,9 +167,11 @@ def comparison_set_score(portfolio_returns: Any, oracle_returns: Any) -> float |
         o = o.reindex(p.index)
     elif len(p) != len(o):
         raise ValueError(f"portfolio_returns has {len(p)} rounds but oracle_returns has {len(o)}")
+    if len(p) == 0:
+        return None
     if not (np.isfinite(p).all() and np.isfinite(o).all()):
         raise ValueError("every round of a comparison set needs a finite portfolio and oracle return")
-    if (o < 0).any():
+    if (o < -SCORE_TOLERANCE).any():
         raise ValueError("an oracle return cannot be negative: cash (0%) is always in the universe")
     return capitalbench_score(float(p.sum()), float(o.sum()))
 
@@ -253,7 +258,8 @@ def sp500_return(start_price: float, end_price: float) -> float:
 
 
 def regret(portfolio_return: Any, oracle_return: Any) -> Any:
-    """``oracle_return - portfolio_return``: what hindsight's best choice would have added (>= 0)."""
+    """``oracle_return - portfolio_return``: what hindsight's best choice would have added (>= 0, but for
+    rounding: a portfolio all in the best option may come out a hair above it)."""
     return np.subtract(oracle_return, portfolio_return)
 
 
@@ -267,14 +273,12 @@ def capitalbench_scores(portfolio_returns: Any, oracle_return: float) -> np.ndar
     (a loss under a zero oracle) or where the return is unknown."""
     p = np.asarray(portfolio_returns, dtype=np.float64)
     o = _finite(oracle_return, "oracle_return")
-    if o < 0:
+    if o < -SCORE_TOLERANCE:
         raise ValueError("oracle_return cannot be negative: cash (0%) is always in the universe")
-    if (p[np.isfinite(p)] - o > _RETURN_TOLERANCE * max(1.0, abs(o))).any():
-        raise ValueError("a portfolio return exceeds the oracle return; the oracle must be the best in the universe")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if o > 0:
-            return 100.0 * p / o
-        return np.where(p >= -_RETURN_TOLERANCE, 100.0, np.nan)
+    with np.errstate(invalid="ignore"):
+        if abs(o) <= SCORE_TOLERANCE:
+            return np.where(np.abs(p - o) <= SCORE_TOLERANCE, 100.0, np.nan)
+        return np.minimum(100.0, 100.0 * p / o)  # NaN stays NaN
 
 
 def round_results(weights: Any, start_prices: Any, end_prices: Any, *, sp500_start: float, sp500_end: float,
@@ -282,7 +286,9 @@ def round_results(weights: Any, start_prices: Any, end_prices: Any, *, sp500_sta
     """Every portfolio of a round, from prices.
 
     ``weights``: (portfolios x options) allocation percentages over the scored
-    options, cash excluded (the rest of each row's 100 % is cash, at 0 %).
+    options, cash excluded (the rest of each row's 100 % is cash, at 0 %). The
+    S&P 500 may be one of the options (CapitalBench's SPY is): pass its prices
+    both there and as ``sp500_start``/``sp500_end``.
     ``start_prices``/``end_prices``: per option; an end price may be missing (NaN).
 
     Returns arrays per portfolio: ``return`` (NaN when a held option has no end

@@ -17,7 +17,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-__all__ = ["spearman", "top_fraction_k", "top_fraction_recall"]
+__all__ = ["K_RULES", "spearman", "top_fraction_k", "top_fraction_recall"]
+
+# How k is counted from fraction x n: "ceil" (ours, at least 1) or "floor" (Ginkgo's abdev-benchmark,
+# int(fraction x n), refused when it is 0).
+K_RULES = ("ceil", "floor")
 
 
 def _check_inputs(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -79,16 +83,35 @@ def spearman(y_true: Any, y_pred: Any) -> float | np.ndarray:
     return float(rho[0]) if one else rho
 
 
-def top_fraction_k(n: int, fraction: float) -> int:
-    """How many cases make the top ``fraction`` of n: ceil(fraction * n), at least 1, at most n.
+def top_fraction_k(n: int, fraction: float, k_rule: str = "ceil") -> int:
+    """How many cases make the top ``fraction`` of n.
 
-    ``fraction * n`` is rounded to 9 decimals before the ceiling so float noise
-    does not add a case (0.1 * 30 is 3.0000000000000004 in floating point; k is 3).
+    ``k_rule="ceil"`` (default): ceil(fraction * n), at least 1, at most n.
+    ``k_rule="floor"``: int(fraction * n), as Ginkgo's abdev-benchmark ``recall_at_k``
+    counts it (``int(len(y_true) * frac)``); ValueError when that is 0 (fewer than
+    1 / fraction cases), since a top of no case has no recall.
+
+    ``fraction * n`` is rounded to 9 decimals first, so float noise neither adds
+    nor drops a case (0.1 * 30 is 3.0000000000000004 in floating point, k is 3;
+    0.29 * 100 is 28.999999999999996, k is 29 where ``int`` would say 28). For
+    fraction 0.1 this gives Ginkgo's k at every n: 0.1 as a double is a hair
+    above 1/10, so 0.1 * n never falls below an integer it should reach.
     """
     _check_fraction(fraction)
+    if k_rule not in K_RULES:
+        raise ValueError(f"k_rule must be one of {', '.join(K_RULES)}; got {k_rule!r}")
     if n < 1:
         raise ValueError(f"need at least one case, got n={n}")
-    return min(n, max(1, math.ceil(round(fraction * n, 9))))
+    exact = round(fraction * n, 9)
+    if k_rule == "floor":
+        k = math.floor(exact)
+        if k < 1:
+            raise ValueError(
+                f"the top {fraction:g} of {n} case{'s' if n != 1 else ''} is int({fraction:g} x {n}) = 0 cases "
+                f"(k_rule 'floor' needs at least {math.ceil(round(1 / fraction, 9))}); there is no recall to compute"
+            )
+        return min(n, k)
+    return min(n, max(1, math.ceil(exact)))
 
 
 def _check_fraction(fraction: Any) -> None:
@@ -116,14 +139,16 @@ def _top_membership(v: np.ndarray, k: int) -> np.ndarray:
 
 
 def top_fraction_recall(
-    y_true: Any, y_pred: Any, fraction: float = 0.1, higher_is_better: bool = True
+    y_true: Any, y_pred: Any, fraction: float = 0.1, higher_is_better: bool = True, k_rule: str = "ceil"
 ) -> float | np.ndarray:
     """Share of the true top ``fraction`` of cases that the prediction puts in its top ``fraction``.
 
-    k = ceil(fraction * n), at least 1 (see ``top_fraction_k``). "Top" means the
+    k = ceil(fraction * n), at least 1, or with ``k_rule="floor"`` int(fraction * n)
+    as Ginkgo counts it, refused when 0 (see ``top_fraction_k``). "Top" means the
     largest values, or the smallest ones with ``higher_is_better=False`` (the
-    same ordering is applied to truth and prediction). Without ties at the cut
-    the result is |true top-k ∩ predicted top-k| / k.
+    same ordering is applied to truth and prediction, as Ginkgo negates both).
+    Without ties at the cut the result is |true top-k ∩ predicted top-k| / k,
+    Ginkgo's ``recall_at_k``.
 
     Ties at the cut: when several cases share the value at the k-th place, they
     share the places left equally (each counts as a fraction of a member), on
@@ -131,16 +156,19 @@ def top_fraction_recall(
     when such ties are broken uniformly at random, so it is deterministic, does
     not depend on the order of the cases, and cannot be gamed by ordering rows:
     a constant prediction scores k/n, the chance level, whatever the row order.
+    Ginkgo's ``recall_at_k`` instead takes the last k of ``np.argsort`` (its
+    default, unstable quicksort), so which tied case is in depends on the sort's
+    internals and the row order; both agree whenever neither side ties at the cut.
 
     ``y_pred`` may be a matrix (n, m): the result is an array of m recalls.
-    Raises ValueError for empty input, a length mismatch, NaN/inf values, or a
-    fraction outside (0, 1].
+    Raises ValueError for empty input, a length mismatch, NaN/inf values, a
+    fraction outside (0, 1], an unknown ``k_rule``, or k = 0 under ``floor``.
     """
     _check_fraction(fraction)
     t, p, one = _check_inputs(y_true, y_pred)
     if not higher_is_better:
         t, p = -t, -p
-    k = top_fraction_k(t.shape[0], fraction)
+    k = top_fraction_k(t.shape[0], fraction, k_rule)
     w_true = _top_membership(t[:, None], k)[:, 0]
     w_pred = _top_membership(p, k)
     recall = (w_true @ w_pred) / k

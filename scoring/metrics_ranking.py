@@ -8,7 +8,9 @@ a half whose ideal DCG is 0 scores 0; the result is the mean of the halves.
 
 ``rank_targets`` turns realised returns into the [0, 1] truth the metric needs:
 ``rank(average) / count`` per column (round and horizon), as crowdcent's
-``create_ranking_targets`` does for one date.
+``create_ranking_targets`` does for one date: by default an id missing any
+horizon's return is left out of every horizon (its ``drop_incomplete=True``);
+``missing="per_horizon"`` ranks each horizon over the ids that have its return.
 
 ``score_ranking_horizons`` scores a whole round of the ``ranking`` kind, every
 submission and horizon at once: symmetric NDCG@k and Spearman (crowdcent's
@@ -36,6 +38,7 @@ from scoring.rounds import (
 )
 
 __all__ = [
+    "MISSING_RULES",
     "RankingRound",
     "meta_residuals",
     "rank_scaled",
@@ -63,20 +66,54 @@ def symmetric_ndcg_at_k(y_true: Any, y_pred: Any, k: int) -> Any:
     return per_submission_like(y_pred, score_ranking_round(y_pred, y_true, k))
 
 
-def rank_targets(returns: Any) -> Any:
-    """Cross-sectional rank targets: average rank / count of values, per column; NaN kept.
+MISSING_RULES = ("drop_id", "per_horizon")
+
+
+def rank_targets(returns: Any, *, missing: str = "drop_id") -> Any:
+    """Cross-sectional rank targets: average rank / count of values, per column (horizon); NaN kept.
+
+    ``missing="drop_id"`` (default), crowdcent's ``create_ranking_targets`` with its
+    default ``drop_incomplete=True``: an id without a return in some column is
+    left out of every column (NaN target everywhere) and the others are ranked
+    among themselves. A column with no value at all (an interim snapshot before
+    that horizon is due) is left out of that rule, where crowdcent would drop
+    every id. ``missing="per_horizon"``: each column is ranked over the ids that
+    have a value in it. (crowdcent's ``drop_incomplete=False`` is neither: it
+    ranks over the ids with a value but divides by the count of every id, so its
+    top target is below 1; we do not offer that.)
 
     A Series (one round and horizon) gives a Series, a DataFrame (one column per
     horizon) a DataFrame, an array an array.
     """
+    if missing not in MISSING_RULES:
+        raise ValueError(f"missing must be one of {', '.join(MISSING_RULES)}; got {missing!r}")
     frame = as_frame(returns, what="returns")
+    if missing == "drop_id":
+        values = frame.to_numpy(dtype=np.float64)
+        gaps = np.isnan(values)
+        incomplete = gaps[:, ~gaps.all(axis=0)].any(axis=1)
+        if incomplete.any():
+            frame = frame.copy()
+            frame.iloc[incomplete, :] = np.nan
     ranks = RoundMatrix.from_frame(frame).ranks()
     return per_id_like(returns, frame, percentile_ranks(ranks.codes, ranks.counts, centred=False).T)
 
 
+def _not_empty(values: np.ndarray, what: str, *, rows: bool = True) -> np.ndarray:
+    """``values`` (submissions x ids) or ValueError naming what is empty: no id (or no submission)."""
+    if values.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (submissions x ids); got {values.ndim} dimensions")
+    if values.shape[1] == 0:
+        raise ValueError(f"{what} is empty: it needs at least one id")
+    if rows and values.shape[0] == 0:
+        raise ValueError(f"{what} is empty: it needs at least one submission")
+    return values
+
+
 def rank_scaled(values: np.ndarray) -> np.ndarray:
     """``rank(average) / count`` of each row of ``values`` (submissions x ids); NaN kept, not counted."""
-    codes, counts, _ = rank_codes(np.atleast_2d(np.asarray(values, dtype=np.float64)))
+    values = _not_empty(np.atleast_2d(np.asarray(values, dtype=np.float64)), "values")
+    codes, counts, _ = rank_codes(values)
     return percentile_ranks(codes, counts, centred=False)
 
 
@@ -88,7 +125,7 @@ def rank_scaled_mean(values: np.ndarray) -> np.ndarray:
     in exact arithmetic get bitwise equal values (a float sum could split them by one
     unit in the last place, and a tie in what is fitted on it would then come and go).
     """
-    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    values = _not_empty(np.atleast_2d(np.asarray(values, dtype=np.float64)), "values")
     m, n = values.shape
     codes, _, _ = rank_codes(values)
     return (codes.sum(axis=0, dtype=np.int64) + 2 * m) / (2.0 * n * m)
@@ -101,8 +138,10 @@ def spearman_rows(values: np.ndarray, other: np.ndarray) -> np.ndarray:
     undefined (a constant row or ``other`` constant, fewer than two ids) 0.0, as
     crowdcent-challenge's ``spearman_correlation`` answers. No NaN allowed.
     """
-    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    values = _not_empty(np.atleast_2d(np.asarray(values, dtype=np.float64)), "values", rows=False)
     other = np.asarray(other, dtype=np.float64)
+    if other.shape != values.shape[1:]:
+        raise ValueError(f"other must have one value per id ({values.shape[1]}); got shape {other.shape}")
     if np.isnan(values).any() or np.isnan(other).any():
         raise ValueError("spearman_rows takes complete rows; drop the ids without a value first")
     codes, _, _ = rank_codes(values)
@@ -130,8 +169,10 @@ def meta_residuals(values: np.ndarray, meta: np.ndarray) -> tuple[np.ndarray, np
     it entirely: a constant row, or a residual that is rounding noise next to the row's
     own spread (the reference goes on and ranks that noise).
     """
-    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    values = _not_empty(np.atleast_2d(np.asarray(values, dtype=np.float64)), "values", rows=False)
     meta = np.asarray(meta, dtype=np.float64)
+    if meta.shape != values.shape[1:]:
+        raise ValueError(f"meta must have one value per id ({values.shape[1]}); got shape {meta.shape}")
     constant = (values == values[:, :1]).all(axis=1)
     centred = values - values.mean(axis=1, keepdims=True)
     centred[constant] = 0.0  # the mean of equal values can miss them by a unit in the last place
@@ -180,6 +221,8 @@ def score_ranking_horizons(values: np.ndarray, targets: np.ndarray, *, horizons:
         raise ValueError(f"values must be (submissions, ids, horizons) and targets (ids, horizons); got "
                          f"{values.shape} and {targets.shape}")
     m, n, n_h = values.shape
+    if n == 0 or n_h == 0:
+        raise ValueError(f"values is empty: it needs at least one id and one horizon; got shape {values.shape}")
     if len(horizons) != n_h:
         raise ValueError(f"{n_h} horizon columns but {len(horizons)} horizon names")
     if not np.isfinite(values).all():

@@ -156,6 +156,14 @@ def _nanmean(values: np.ndarray) -> float:
     return float(np.where(missing, 0.0, values).sum() / (values.size - missing.sum()))
 
 
+def _magnitude(values: np.ndarray) -> float:
+    """The largest finite absolute value, or 1.0 when there is none (all zero or NaN): a divisor that
+    brings ``values`` to order 1 without changing any ratio between them."""
+    finite = np.abs(values[np.isfinite(values)])
+    top = float(finite.max()) if finite.size else 0.0
+    return top if top > 0 else 1.0
+
+
 def signed_power(values: np.ndarray, exponent: float = 1.5) -> np.ndarray:
     """``sign(x) * |x| ** exponent``, the "pow" step of numerai corr."""
     return np.sign(values) * np.abs(values) ** exponent
@@ -277,6 +285,8 @@ def rank_codes(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     block = np.ascontiguousarray(block, dtype=np.float64)
     rows, n = block.shape
+    if n == 0:
+        raise ValueError("nothing to rank: the input has no id")
     missing = np.isnan(block)
     counts = n - missing.sum(axis=1)
     order, tied, boundary = _argsort_rows(block, missing, counts)
@@ -511,6 +521,14 @@ class _CorrFamily(_Family):
     """numerai corr: Pearson of pow1.5(gaussianized ranks) with pow1.5(centred target).
 
     Also CWMM, with the meta model as the target and no power on it.
+
+    The target side is kept in units of its own size, so the correlation does not
+    depend on the target's unit: a target of order 1e-200 would underflow in
+    ``tc @ tc`` (NaN), a meta model of order 1e155 overflow (0.0). The target is
+    divided by its largest magnitude, centred, divided by its largest magnitude
+    again before the power (``pow1.5`` is homogeneous: a positive scale changes
+    nothing but a factor), then centred and made a unit vector, so ``stt`` is 1.
+    Pearson is invariant to those positive scales.
     """
 
     table = staticmethod(power_table)
@@ -523,8 +541,9 @@ class _CorrFamily(_Family):
         self.what = what
         values = target.to_numpy()
         self.target_len = len(values)
-        self.target_mean = _nanmean(values)
-        self.target = _aligned(target, ids)
+        scale = _magnitude(values)
+        self.target_mean = _nanmean(values / scale)
+        self.target = _aligned(target, ids) / scale
         self.rows = ~np.isnan(self.target)
         self.n_predictions = len(ids)
 
@@ -537,11 +556,15 @@ class _CorrFamily(_Family):
             return _Context(None, problem=problem)
         t = self.target[ids] - self.target_mean
         if self.power_target:
-            t = signed_power(t)
+            t = signed_power(t / _magnitude(t))
         if (t == t[0]).all():  # a constant target has no correlation (NaN, as the reference)
             return _Context(np.zeros((k, 1)), {"stt": np.float64(0.0)})
         tc = t - t.mean()
-        return _Context(tc[:, None], {"stt": np.float64(tc @ tc)})
+        tc = tc / _magnitude(tc)
+        norm = np.sqrt(tc @ tc)
+        if norm == 0:  # centred to nothing but rounding: constant
+            return _Context(np.zeros((k, 1)), {"stt": np.float64(0.0)})
+        return _Context((tc / norm)[:, None], {"stt": np.float64(1.0)})
 
     def score(self, block: np.ndarray, products: np.ndarray, ctx: _Context, constant: np.ndarray) -> np.ndarray:
         return self.score_sums(products[:, 0], block.sum(axis=1), np.einsum("ij,ij->i", block, block),

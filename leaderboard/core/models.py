@@ -25,6 +25,11 @@ class Benchmark(models.Model):
     title = models.CharField(max_length=200)
     kind = models.CharField(max_length=40)
     description = models.TextField(blank=True, help_text="Markdown.")
+    # Where the data comes from and its licence, shown on every page of the benchmark (CC BY asks
+    # for credit wherever the data is shown, and round pages show prices and portfolios).
+    credit = models.CharField(max_length=500, blank=True, help_text="Markdown, one line: the data's source "
+                                                                    "and licence, shown on every page of the "
+                                                                    "benchmark.")
     config = models.JSONField(default=dict, blank=True, help_text="Validated by the kind.")
     daily_limit = models.PositiveIntegerField(default=5, help_text="Accepted submissions per user per UTC day.")
     is_published = models.BooleanField(default=True)

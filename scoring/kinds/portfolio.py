@@ -1,7 +1,9 @@
 """Kind ``portfolio``: CapitalBench-style rounds (spec/portfolio-rounds.txt, DESIGN.md).
 
-A round opens with its option universe, ``option,start_price``, one row named
-``SP500`` for the index (published, never allocatable), and a track (weekly or
+A round opens with its option universe, ``option,start_price``, one row for the
+S&P 500 (named by config ``benchmark_option``, default ``SP500``: an ordinary,
+allocatable option, as CapitalBench's SPY is, whose return is also the
+``sp500_return`` every portfolio is compared with), and a track (weekly or
 monthly). ``CASH`` is always allocatable and returns 0 %: it is added to every
 universe (start price 1, end price 1) and may not be listed.
 
@@ -11,11 +13,12 @@ A submission is one portfolio: JSON ``{"allocations": [{"option", "percent"}],
 allocatable options and cash. ``"repeat": true`` marks a consistency run: it is
 kept beside the counted portfolio and never replaces it.
 
-Truth is ``option,end_price`` with the ``SP500`` row; interim snapshots have the
+Truth is ``option,end_price`` with the S&P 500 row; interim snapshots have the
 same shape. Every truth version scores the whole round in one call of
 ``scoring.metrics_portfolio.round_results``: interim snapshots give provisional
 ``return``, ``sp500_return`` and ``minus_sp500``; the final prices add
-``oracle_return``, ``regret``, ``beats_cash`` and ``score`` (CapitalBench).
+``oracle_return`` (the best option, the S&P 500 and cash included), ``regret``,
+``beats_cash`` and ``score`` (CapitalBench's rule).
 
 Standings per track: comparison sets (a document beside the rows) and the
 all-available history (the rows: context, not the ranking).
@@ -50,6 +53,7 @@ from scoring.kinds.base import (
 )
 from scoring.metrics_portfolio import (
     CASH,
+    SCORE_TOLERANCE,
     WEIGHT_SUM_TOLERANCE,
     comparison_set_score,
     comparison_sets,
@@ -59,7 +63,7 @@ from scoring.metrics_portfolio import (
 )
 
 OPTION, START, END, PERCENT = "option", "start_price", "end_price", "percent"
-INDEX = "SP500"
+DEFAULT_BENCHMARK_OPTION = "SP500"
 MAX_OPTION_CHARS = 40
 MAX_OPTIONS = 2000
 DEFAULT_MAX_UPLOAD_BYTES = 256 * 1024
@@ -70,13 +74,14 @@ SUBMISSION_KEYS = ("allocations", "confidence", "rationale", "repeat")
 
 METRICS = (
     MetricSpec("score", "Score", True, "{:.1f}",
-               "CapitalBench score: 100 x return / oracle return (final prices only; n/a under a zero oracle "
-               "with a loss)"),
+               "CapitalBench score: min(100, 100 x return / oracle return) (final prices only; n/a under a zero "
+               "oracle with a loss)"),
     MetricSpec("return", "Return", True, "{:+.2%}", "portfolio return: sum of weight x option return"),
     MetricSpec("sp500_return", "S&P 500", True, "{:+.2%}", "the S&P 500 return over the same window"),
     MetricSpec("minus_sp500", "Minus S&P 500", True, "{:+.2%}", "portfolio return minus the S&P 500 return"),
     MetricSpec("oracle_return", "Oracle", True, "{:+.2%}",
-               "maximum possible return: the best option of the saved universe, cash (0%) included"),
+               "maximum possible return: the best option of the saved universe, the S&P 500 and cash (0%) "
+               "included"),
     MetricSpec("regret", "Regret", False, "{:.2%}", "oracle return minus portfolio return"),
     MetricSpec("beats_cash", "Beats cash", True, "{}", "whether the return beats cash (0%)"),
 )
@@ -85,8 +90,8 @@ PROVISIONAL = ("return", "sp500_return", "minus_sp500")
 
 STANDINGS_METRICS = (
     MetricSpec("score", "Score, all rounds", True, "{:.1f}",
-               "100 x summed returns / summed oracle returns over every round this entrant completed (context, "
-               "not the ranking)"),
+               "min(100, 100 x summed returns / summed oracle returns) over every round this entrant completed "
+               "(context, not the ranking)"),
     MetricSpec("return_sum", "Summed return", True, "{:+.2%}", "the entrant's returns added up (never compounded)"),
     MetricSpec("oracle_sum", "Summed oracle", True, "{:+.2%}", "the oracle returns of the same rounds added up"),
     MetricSpec("minus_sp500_sum", "Summed minus S&P 500", True, "{:+.2%}", "return minus S&P 500, added up"),
@@ -103,6 +108,17 @@ def _num(v: Any) -> float | None:
         return None
     v = float(v)
     return v if math.isfinite(v) else None
+
+
+def _option_name_problem(name: str) -> str | None:
+    if not name:
+        return "empty option name"
+    if len(name) > MAX_OPTION_CHARS or not name.isprintable() or "," in name:
+        return (f"an option is at most {MAX_OPTION_CHARS} printable characters without commas; got "
+                f"{csvfile.show(name)}")
+    if name.upper() == CASH:
+        return "CASH is always allocatable at 0% and is added by the site; leave it out of the universe"
+    return None
 
 
 def _plain_text_problem(text: str) -> str | None:
@@ -129,7 +145,7 @@ class PortfolioKind(RoundKind):
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
         config = dict(config or {})
         errors: list[RowError] = []
-        allowed = {"max_rationale_chars", "max_upload_bytes"}
+        allowed = {"benchmark_option", "max_rationale_chars", "max_upload_bytes"}
         for key in config:
             if key not in allowed:
                 errors.append(_config_error(str(key), f"unknown key; allowed: {', '.join(sorted(allowed))}"))
@@ -139,9 +155,14 @@ class PortfolioKind(RoundKind):
         size = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
         if not isinstance(size, int) or isinstance(size, bool) or not 1024 <= size <= 10 * 1024 * 1024:
             errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 10485760; got {size!r}"))
+        benchmark = config.get("benchmark_option", DEFAULT_BENCHMARK_OPTION)
+        if not isinstance(benchmark, str) or _option_name_problem(benchmark.strip()) or benchmark != benchmark.strip():
+            errors.append(_config_error("benchmark_option", "must name the S&P 500's option: at most "
+                                        f"{MAX_OPTION_CHARS} printable characters without commas, not CASH; got "
+                                        f"{benchmark!r}"))
         if errors:
             raise ValidationFailed(errors)
-        return {"max_rationale_chars": cap, "max_upload_bytes": size}
+        return {"benchmark_option": benchmark, "max_rationale_chars": cap, "max_upload_bytes": size}
 
     def max_upload_bytes(self, config: Mapping[str, Any]) -> int:
         return self.validate_config(config)["max_upload_bytes"]
@@ -165,8 +186,9 @@ class PortfolioKind(RoundKind):
 
     # -- universe -------------------------------------------------------------
     def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:
-        """``option,start_price``: each option once, a positive start price, one ``SP500`` row;
-        ``CASH`` is implicit (appended, start price 1)."""
+        """``option,start_price``: each option once, a positive start price, one row for the S&P 500
+        (``benchmark_option``); ``CASH`` is implicit (appended, start price 1)."""
+        index = self.validate_config(config)["benchmark_option"]
         errs = ErrorList(file=filename or "universe.csv")
         table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_BYTES, required=(OPTION, START),
                                    what="option")
@@ -176,16 +198,8 @@ class PortfolioKind(RoundKind):
         for row, rec in table.rows:
             name = rec[pos[OPTION]].strip()
             ok = True
-            if not name:
-                errs.add("empty option name", row, OPTION)
-                ok = False
-            elif len(name) > MAX_OPTION_CHARS or not name.isprintable() or "," in name:
-                errs.add(f"an option is at most {MAX_OPTION_CHARS} printable characters without commas; got "
-                         f"{csvfile.show(name)}", row, OPTION)
-                ok = False
-            elif name.upper() == CASH:
-                errs.add("CASH is always allocatable at 0% and is added by the site; leave it out of the universe",
-                         row, OPTION)
+            if (problem := _option_name_problem(name)) is not None:
+                errs.add(problem, row, OPTION)
                 ok = False
             elif name in seen:
                 errs.add(f"duplicate option {name!r} (first in row {seen[name]})", row, OPTION)
@@ -202,11 +216,9 @@ class PortfolioKind(RoundKind):
             if ok:
                 cases.append(Case(name, "public", {START: price}))
         if not errs:
-            if INDEX not in seen:
-                errs.add(f"no {INDEX} row: the universe needs the S&P 500 index's start price (option {INDEX})",
-                         None, OPTION)
-            elif len(seen) < 2:
-                errs.add(f"the universe has no allocatable option besides {INDEX}", None, OPTION)
+            if index not in seen:
+                errs.add(f"no {index} row: the universe needs the S&P 500's start price (option {index}, config "
+                         "benchmark_option)", None, OPTION)
             elif len(seen) > MAX_OPTIONS:
                 errs.add(f"the universe has {len(seen)} options; at most {MAX_OPTIONS}", None, OPTION)
         errs.raise_if_any()
@@ -311,9 +323,6 @@ class PortfolioKind(RoundKind):
             if not name:
                 errs.add("empty option name" if isinstance(option, str) else "option must be a name (text)",
                          *where(i, OPTION))
-            elif name == INDEX:
-                errs.add(f"{INDEX} is the index, published for comparison; it is not allocatable", *where(i, OPTION))
-                at = None
             elif at is None:
                 errs.add(f"unknown option {csvfile.show(name)}: not in this round's universe", *where(i, OPTION))
             elif at in first:
@@ -348,14 +357,15 @@ class PortfolioKind(RoundKind):
             "### Submission format",
             "",
             "Each round publishes its option universe with start prices (download it from the round's page "
-            "or `GET /api/benchmarks/{slug}/rounds/{n}/universe/`). The `SP500` row is the index, shown for "
-            "comparison: it is not allocatable. `CASH` is always allocatable and returns 0%.",
+            f"or `GET /api/benchmarks/{{slug}}/rounds/{{n}}/universe/`). The `{cfg['benchmark_option']}` row is the "
+            "S&P 500: an option like any other, which you may hold, and the return every portfolio is compared "
+            "with. `CASH` is always allocatable and returns 0%.",
             "",
             "Upload one portfolio as JSON:",
             "",
             "```json",
-            '{"allocations": [{"option": "NVDA", "percent": 40}, {"option": "GLD", "percent": 35},',
-            '                 {"option": "CASH", "percent": 25}],',
+            f'{{"allocations": [{{"option": "{cfg["benchmark_option"]}", "percent": 60}}, '
+            '{"option": "CASH", "percent": 40}],',
             ' "confidence": 0.62,',
             ' "rationale": "Plain text: why this allocation."}',
             "```",
@@ -375,17 +385,20 @@ class PortfolioKind(RoundKind):
             "",
             "- option return: end price / start price - 1; portfolio `return`: the allocation-weighted sum;",
             "- `sp500_return` over the same window, `minus_sp500` = return - S&P 500 return;",
-            "- `oracle_return`: the best return in the saved universe, cash (0%) included;",
+            "- `oracle_return`: the best return in the saved universe, the S&P 500 and cash (0%) included;",
             "- `regret` = oracle - return; `beats_cash`: return > 0;",
-            "- `score` (CapitalBench) = 100 x return / oracle; with a zero oracle, 0% scores 100 and a loss is n/a.",
+            "- `score` (CapitalBench's rule) = min(100, 100 x return / oracle); with an oracle within 1e-7 of zero, "
+            "a return within 1e-7 of it scores 100 and a loss is n/a.",
             "",
             "Interim price snapshots give a provisional return (and against the S&P 500); score, rank, regret "
             "and the oracle wait for the final prices. Weekly and monthly tracks are ranked apart, inside "
-            "comparison sets: `100 x sum(returns) / sum(oracle returns)` over the rounds every member completed.",
+            "comparison sets: `min(100, 100 x sum(returns) / sum(oracle returns))` over the rounds every member "
+            "completed.",
         ]) + "\n"
 
     def example_submission(self, cases: CaseSet, config: Mapping[str, Any]) -> tuple[str, bytes]:
-        options = [c.case_id for c in cases.cases if c.case_id not in (INDEX, CASH)][:3]
+        index = self.validate_config(config)["benchmark_option"]
+        options = [c.case_id for c in cases.cases if c.case_id not in (index, CASH)][:3]
         share = round(80.0 / max(len(options), 1), 2)
         allocations = [{"option": o, "percent": share} for o in options]
         allocations.append({"option": CASH, "percent": round(100.0 - share * len(options), 2)})
@@ -399,8 +412,9 @@ class PortfolioKind(RoundKind):
 
     def parse_truth(self, data: bytes, *, filename: str, universe: Universe, config: Mapping[str, Any],
                     final: bool, as_of: dt.date | None = None) -> RoundTruth:
-        """``option,end_price``: options of the universe at most once, the ``SP500`` row required;
+        """``option,end_price``: options of the universe at most once, the S&P 500 row required;
         an option left out has no price yet (portfolios holding it, and the oracle, wait)."""
+        index = self.validate_config(config)["benchmark_option"]
         errs = ErrorList(file=filename or "prices.csv")
         table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_BYTES, required=(OPTION, END), what="option")
         pos = table.position()
@@ -427,30 +441,25 @@ class PortfolioKind(RoundKind):
                 errs.add(message, row, END)
             elif at is not None:
                 values[at, 0] = value
-        if not errs and universe.index.get(INDEX) not in first:
-            errs.add(f"no {INDEX} row: every price file needs the index's price", None, OPTION)
+        if not errs and universe.index.get(index) not in first:
+            errs.add(f"no {index} row: every price file needs the S&P 500's price", None, OPTION)
         errs.raise_if_any()
         values[universe.index[CASH], 0] = 1.0
         return RoundTruth(values, (END,), final=final, as_of=as_of)
 
     # -- scoring ------------------------------------------------------------------
-    @staticmethod
-    def _prices(universe: Universe, truth: RoundTruth) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
+        """Every option is scored, the S&P 500 too (it is allocatable and may be the oracle); its return
+        is also ``sp500_return``. Cash is an option priced 1 at start and end."""
+        universe, truth = inputs.universe, inputs.truth
         start = np.asarray(universe.columns[START], dtype=np.float64)
         end = truth.column(END)
-        index = universe.index[INDEX]
-        scored = np.ones(len(universe), dtype=bool)
-        scored[index] = False
-        return start, end, scored, index
-
-    def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
-        universe, truth = inputs.universe, inputs.truth
-        start, end, scored, index = self._prices(universe, truth)
+        index = universe.index[self.validate_config(config)["benchmark_option"]]
         notes: list[str] = []
         if not truth.final:
             notes.append(f"Provisional: prices as of {truth.as_of or 'an interim snapshot'}. Returns are interim; "
                          "score, rank, regret, oracle return and beats-cash are withheld until the final prices.")
-        missing = [universe.ids[i] for i in np.flatnonzero(scored & np.isnan(end))]
+        missing = [universe.ids[i] for i in np.flatnonzero(np.isnan(end))]
         if missing:
             shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
             notes.append(f"No price yet for {len(missing)} option(s) ({shown}): portfolios holding them show n/a"
@@ -459,18 +468,17 @@ class PortfolioKind(RoundKind):
         n = len(inputs.keys)
         if n == 0:
             return RoundOutcome([], notes + ["no counted portfolios"])
-        weights = np.ascontiguousarray(inputs.values[:, scored, 0])
+        weights = np.ascontiguousarray(inputs.values[:, :, 0])
         totals = weights.sum(axis=1, keepdims=True)
         weights = np.where(totals > 0, weights * 100.0 / np.where(totals > 0, totals, 1.0), weights)
-        out = round_results(weights, start[scored], end[scored], sp500_start=start[index], sp500_end=end[index],
-                            final=truth.final)
+        out = round_results(weights, start, end, sp500_start=start[index], sp500_end=end[index], final=truth.final)
         metrics = []
         for i in range(n):
             m = {name: _num(out[name][i]) for name in ("score", "return", "sp500_return", "minus_sp500",
                                                        "oracle_return", "regret")}
             m["beats_cash"] = None if np.isnan(out["beats_cash"][i]) else bool(out["beats_cash"][i])
             metrics.append(m)
-        zero = truth.final and out["oracle_return"].size and out["oracle_return"][0] == 0
+        zero = truth.final and out["oracle_return"].size and abs(out["oracle_return"][0]) <= SCORE_TOLERANCE
         if zero:
             notes.append("No option gained this round (the oracle is cash, 0%): a 0% portfolio scores 100 and a "
                          "loss has no finite score (n/a).")
@@ -494,9 +502,9 @@ class PortfolioKind(RoundKind):
         end = truth.column(END)
         returns = price_returns(start, end)
         percent = np.asarray(values, dtype=np.float64).reshape(-1)
-        return [{"option": cid, "percent": _num(percent[i]) if cid != INDEX else None,
-                 "start_price": _num(start[i]), "end_price": _num(end[i]), "return": _num(returns[i]),
-                 "contribution": _num(percent[i] / 100 * returns[i]) if cid != INDEX else None}
+        return [{"option": cid, "percent": _num(percent[i]), "start_price": _num(start[i]),
+                 "end_price": _num(end[i]), "return": _num(returns[i]),
+                 "contribution": _num(percent[i] / 100 * returns[i])}
                 for i, cid in enumerate(universe.ids)]
 
     # -- what the round page shows --------------------------------------------------
@@ -509,14 +517,14 @@ class PortfolioKind(RoundKind):
         ``values`` (ids x 1) and ``meta``; empty while the round is open.
         """
         start = np.asarray(universe.columns[START], dtype=np.float64)
-        options = [{"option": cid, "start_price": float(start[i]), "index": cid == INDEX,
+        index = self.validate_config(config)["benchmark_option"]
+        options = [{"option": cid, "start_price": float(start[i]), "index": cid == index,
                     "cash": cid == CASH} for i, cid in enumerate(universe.ids)]
-        allocatable = [i for i, cid in enumerate(universe.ids) if cid != INDEX]
-        names = [universe.ids[i] for i in allocatable]
+        names = list(universe.ids)
         portfolios: list[dict[str, Any]] = []
         runs: dict[Any, list[np.ndarray]] = {}
         for f in frozen:
-            percent = np.asarray(f["values"], dtype=np.float64).reshape(-1)[allocatable]
+            percent = np.asarray(f["values"], dtype=np.float64).reshape(-1)
             if f.get("repeat"):
                 runs.setdefault(f["entrant"], []).append(percent)
                 continue

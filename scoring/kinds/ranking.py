@@ -5,8 +5,11 @@ A round opens with a universe of ids. A submission is ``id,pred_10d,pred_30d``
 numbers of any scale (only their order and min-max scaling matter). Truth is
 ``id,return_10d,return_30d``: realised returns, an empty cell meaning no return
 for that id and horizon. When a truth file is loaded, each horizon's returns
-become rank targets, ``rank(average) / count`` over the ids that have one
-(``scoring.metrics_ranking.rank_targets``); the stored truth keeps both.
+become rank targets, ``rank(average) / count`` (``scoring.metrics_ranking.rank_targets``):
+by default, as crowdcent's ``create_ranking_targets``, an id missing any
+horizon's return is left out of every horizon (config ``missing_returns``:
+``drop_id``); ``per_horizon`` ranks each horizon over the ids that have its
+return. The stored truth keeps both returns and targets.
 
 Each truth version scores the whole round in one call of
 ``score_ranking_horizons``: per horizon ``ndcg_<h>`` (symmetric NDCG@k,
@@ -46,13 +49,13 @@ from scoring.kinds.base import (
     read_id_values,
     windowed_mean_standings,
 )
-from scoring.metrics_ranking import rank_targets, score_ranking_horizons
+from scoring.metrics_ranking import MISSING_RULES, rank_targets, score_ranking_horizons
 
 DEFAULT_HORIZONS = ("10d", "30d")
 DEFAULT_K = 40
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 HORIZON_NAME = re.compile(r"^[A-Za-z0-9]{1,20}$")
-CONFIG_KEYS = ("horizons", "k", "weights", "standings_window", "max_upload_bytes")
+CONFIG_KEYS = ("horizons", "k", "weights", "standings_window", "missing_returns", "max_upload_bytes")
 
 
 def _config_error(key: str, message: str) -> RowError:
@@ -116,13 +119,18 @@ class RankingKind(RoundKind):
         if not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 1000:
             errors.append(_config_error("standings_window",
                                         f"must be a whole number of rounds, 1 to 1000; got {window!r}"))
+        missing = config.get("missing_returns", MISSING_RULES[0])
+        if missing not in MISSING_RULES:
+            errors.append(_config_error("missing_returns", '"drop_id" (an id without some horizon\'s return is left '
+                                        'out of every horizon, as crowdcent\'s create_ranking_targets) or '
+                                        f'"per_horizon" (each horizon over the ids with its return); got {missing!r}'))
         cap = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
         if not isinstance(cap, int) or isinstance(cap, bool) or not 1024 <= cap <= 100 * 1024 * 1024:
             errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 104857600; got {cap!r}"))
         if errors:
             raise ValidationFailed(errors)
         return {"horizons": list(horizons), "k": k, "weights": weights, "standings_window": window,
-                "max_upload_bytes": cap}
+                "missing_returns": missing, "max_upload_bytes": cap}
 
     def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
         cfg = self.validate_config(config)
@@ -209,7 +217,10 @@ class RankingKind(RoundKind):
             "### Scoring",
             "",
             "When the organiser loads the realised returns (interim snapshots, then the final ones), each "
-            "horizon's returns become rank targets, `rank / count` over the ids that have a return, and every "
+            "horizon's returns become rank targets, `rank / count` over the ids that have a return"
+            + (" for every horizon (an id missing one horizon's return is left out of all of them, as "
+               "crowdcent's create_ranking_targets does)" if cfg["missing_returns"] == "drop_id"
+               else " for that horizon") + ", and every "
             f"counted submission of the round is scored at once: `ndcg_<h>`, the symmetric NDCG@{k} of "
             "crowdcent-challenge 0.2.16 (how well your top "
             f"{k} find the highest returns and your bottom {k} the lowest), and `spearman_<h>`. "
@@ -236,8 +247,9 @@ class RankingKind(RoundKind):
     def parse_truth(self, data: bytes, *, filename: str, universe: Universe, config: Mapping[str, Any],
                     final: bool, as_of: dt.date | None = None) -> RoundTruth:
         """``id,return_<h>...``: realised returns, ids of the universe at most once, an empty cell
-        for no return. Each horizon's returns become rank targets here, over the ids that have one."""
-        horizons = self.validate_config(config)["horizons"]
+        for no return. The returns become rank targets here (``rank_targets``, config ``missing_returns``)."""
+        cfg = self.validate_config(config)
+        horizons = cfg["horizons"]
         file = filename or "truth.csv"
         returns = read_id_values(data, universe=universe, columns=[f"return_{h}" for h in horizons],
                                  max_bytes=UNIVERSE_MAX_BYTES, filename=file, every_id=False, empty_ok=True,
@@ -249,7 +261,7 @@ class RankingKind(RoundKind):
             raise ValidationFailed([RowError(f"the final truth needs returns for every horizon; column "
                                              f"return_{h} is empty", column=f"return_{h}", file=file)
                                     for h in empty])
-        targets = rank_targets(returns)
+        targets = rank_targets(returns, missing=cfg["missing_returns"])
         return RoundTruth(np.hstack([returns, targets]), self.truth_columns(config), final=final, as_of=as_of)
 
     # -- scoring ------------------------------------------------------------------
@@ -272,6 +284,12 @@ class RankingKind(RoundKind):
                    if h not in missing and scored[h] < len(inputs.universe)]
         if partial:
             notes.append("Ids with a return (the others are not scored): " + "; ".join(partial) + ".")
+        returns = np.column_stack([truth.column(f"return_{h}") for h in horizons])
+        dropped = int((~np.isnan(returns).all(axis=1) & np.isnan(targets).all(axis=1)).sum())
+        if dropped:
+            notes.append(f"{dropped} id{'s' if dropped != 1 else ''} without a return for some horizon "
+                         f"{'are' if dropped != 1 else 'is'} left out of every horizon, as crowdcent's "
+                         "create_ranking_targets does (config missing_returns: drop_id).")
         mm = result.meta_metrics
         shown = ", ".join(f"NDCG@{k} {h} {mm[f'ndcg_{h}']:.4f}" for h in horizons if h not in missing)
         notes.append(f"Meta model (the mean of the {m} counted submission{'s' if m != 1 else ''}' rank-scaled "

@@ -65,9 +65,10 @@ def rounds(transactional_db, tmp_path):
 def test_pending_portfolio_round_page_and_its_chart(live_server, page, rounds):
     page.goto(f"{live_server.url}/b/{rounds.slug}/rounds/4/")
     assert page.locator("[data-role=round-status]").inner_text().strip().lower() == "closed"
-    # Start prices, the index marked as not allocatable, cash added.
+    # Start prices, the S&P 500 marked as allocatable and the comparison, cash added.
     prices = page.locator("table.start-prices")
-    assert prices.locator("tr[data-option=SP500]").inner_text().count("not allocatable") == 1
+    assert "allocatable, and the return every portfolio is compared with" in \
+        prices.locator("tr[data-option=SP500]").inner_text()
     assert prices.locator("tr[data-option=CASH]").is_visible()
     # Frozen portfolios with confidence and an escaped rationale (shown as text, never run).
     atlas = page.locator("table.portfolios tr[data-entrant=atlas]")

@@ -34,17 +34,18 @@ BADGE = "[data-role=badge]"
 
 @pytest.fixture
 def benchmark_with_baselines(transactional_db, tmp_path):
-    """The demo antibody benchmark, two baseline entrants already scored, the third file kept for the test."""
+    """The demo antibody benchmark (GDPa1), two of Ginkgo's baselines already scored (random and TAP), the
+    best one's file (MOE) kept for the test."""
     bundle = demo.write_bundle(tmp_path / "bundle")
     benchmark = benchmark_load_bundle(bundle).benchmark
     files = demo.baseline_submissions(bundle)
     owner = get_user_model().objects.create_user("baselines")
-    for label in ("random", "CDR-H3 length heuristic"):
+    for label in ("random_predictor", "tap_linear"):
         entrant = Entrant.objects.create(owner=owner, name=f"baseline-{label}")
         sub = submission_create(user=owner, benchmark=benchmark, data=files[label], filename="baseline.csv",
                                 entrant=entrant.pk).submission
         assert submission_score(submission_id=sub.pk) == "scored"
-    return benchmark, files["composition least squares"]
+    return benchmark, files["moe_baseline"]
 
 
 def _malformed(valid: bytes) -> tuple[bytes, str, str]:

@@ -56,6 +56,8 @@ def test_load_benchmark_bad_bundle_names_file_row_column_and_changes_nothing(db,
     (json.dumps({"slug": "s", "title": "t", "kind": "properties", "daily_limit": 0}), "column 'daily_limit'"),
     (json.dumps({"slug": "s", "title": "t", "kind": "properties", "config": {"properties": []}}),
      "benchmark.json"),
+    (json.dumps({"slug": "s", "title": "t", "kind": "properties", "credit": "two\nlines"}), "column 'credit'"),
+    (json.dumps({"slug": "s", "title": "t", "kind": "properties", "credit": "x" * 501}), "column 'credit'"),
 ])
 def test_load_benchmark_bad_meta_is_explained(db, tmp_path, mini_bundle, meta, expected):
     (mini_bundle / "benchmark.json").write_text(meta)

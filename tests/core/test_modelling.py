@@ -1,6 +1,8 @@
-"""The demo antibody benchmark can be modelled from its downloads alone.
+"""An antibody benchmark can be modelled from its downloads alone.
 
-A participant downloads the cases (sequences, folds, splits; no truth) and the training
+The first test and the first half of the second use the synthetic antibody bundle of
+tests/support/antibodies.py, whose sequences carry a strong known signal; the second also runs
+the docs' example on the demo's real GDPa1 bundle. A participant downloads the cases (sequences, folds, splits; no truth) and the training
 set (the dev antibodies with their measured values) through the API, fits least squares
 on amino-acid composition (numpy only) fold by fold, and uploads predictions for the test
 antibodies. Its score must beat a random upload's clearly. The second test runs the pandas
@@ -18,7 +20,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
-from leaderboard.demo import properties as demo
+from tests.support import antibodies as demo
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "api.md"
@@ -110,3 +112,21 @@ def test_the_pandas_example_of_the_docs_runs_and_ranks(live_server, tmp_path, mo
     result = upload(api_for("member"), benchmark.slug, data, django_capture_on_commit_callbacks)
     assert result["status"] == "scored", result
     assert result["scores"]["public"]["score"] > 0.35
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_pandas_example_of_the_docs_on_the_real_demo_beats_the_random_baseline(
+        live_server, tmp_path, monkeypatch, api_for, django_capture_on_commit_callbacks):
+    """The same code on the demo's real data (GDPa1): it runs, ranks, and beats Ginkgo's random baseline."""
+    from leaderboard.demo import properties as real
+
+    real_benchmark = benchmark_load_bundle(real.write_bundle(tmp_path / "gdpa1")).benchmark
+    code = re.search(r"```python\n(# Model the antibody demo.*?)```", DOCS.read_text(), re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code.replace("http://127.0.0.1:8000", live_server.url), str(DOCS), "exec"), {})
+    fitted = upload(api_for("member"), real_benchmark.slug, (tmp_path / "predictions.csv").read_bytes(),
+                    django_capture_on_commit_callbacks)
+    random = upload(api_for("outsider"), real_benchmark.slug, real.baseline_submissions()["random_predictor"],
+                    django_capture_on_commit_callbacks)
+    assert fitted["status"] == random["status"] == "scored"
+    assert fitted["scores"]["public"]["score"] > random["scores"]["public"]["score"] + 0.1, (fitted, random)

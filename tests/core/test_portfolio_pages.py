@@ -169,3 +169,21 @@ def test_standings_api_defaults_to_the_first_track(bench, users):
     # BRAVO 25 -> 24: -4% against an oracle of +10% (ALPHA 80 -> 88): -40 over its one round.
     assert weekly["rows"][0]["score"] == pytest.approx(-40.0) and weekly["rows"][0]["rounds"] == 1
     assert api.get(f"/api/benchmarks/{bench.slug}/leaderboard/?track=monthly").json()["rows"] == []
+
+
+def test_the_data_credit_is_on_every_page_of_the_benchmark_and_in_the_api(db, tmp_path, users, client):
+    credit = ("Data from [Source](https://example.org/data), CC BY 4.0 <script>alert(1)</script> "
+              "<img src=x onerror=alert(1)>")
+    bench = portfolio_benchmark(tmp_path, slug="credited")
+    bench.credit = credit
+    bench.save()
+    round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    for path in ("/b/credited/", "/b/credited/rounds/1/", "/b/credited/comparison-sets/?track=weekly"):
+        html = client.get(path).content.decode()
+        footer = html[html.index('data-role="credit"'):html.index("</footer>")]
+        assert '<a href="https://example.org/data"' in footer and "CC BY 4.0" in footer, path
+        assert "<script" not in footer and "<img" not in footer and "onerror" not in footer, path
+    assert APIClient().get("/api/benchmarks/credited/").json()["credit"] == credit
+    other = portfolio_benchmark(tmp_path, slug="uncredited")
+    assert 'data-role="credit"' not in client.get(f"/b/{other.slug}/").content.decode()
+

@@ -5,7 +5,7 @@ replaced, one consistency run, bad ones refused naming the field), close, interi
 
 Every expected number is worked by hand below from spec/portfolio-rounds.txt:
 option return = end / start - 1; portfolio return = sum(weight x option return);
-oracle = best option return, cash (0%) included; score = 100 x return / oracle;
+oracle = best option return, the S&P 500 and cash (0%) included; score = min(100, 100 x return / oracle);
 regret = oracle - return; comparison-set score = 100 x sum(returns) / sum(oracles).
 """
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_portfolio_weekly_and_monthly_rounds_end_to_end(api_for, client, tmp_pat
         submit(api["member"], data=b"option,percent\nBBB,50\nCCC,50\n", name="p.csv")
         # Every problem a 400 naming its field; nothing stored, nothing counted.
         bad = api["outsider"].post(f"{URL}/submissions/", portfolio(
-            {"SP500": 50, "AAA": -10, "ZZZ": 20}, 1.4, "x"), format="json")
+            {"QQQ": 50, "AAA": -10, "ZZZ": 20}, 1.4, "x"), format="json")
         assert bad.status_code == 400
         fields = {e["column"] for e in bad.json()["errors"]}
         assert {"allocations[1].option", "allocations[2].percent", "allocations[3].option", "confidence"} <= fields

@@ -39,8 +39,8 @@ def targets_of(returns: np.ndarray) -> pd.DataFrame:
 @pytest.fixture
 def resolved(db, tmp_path, users):
     """Round 1: three entrants, an interim snapshot with 10d returns only, then the final returns
-    (some ids without a 30d return). Round 2: open."""
-    bench = ranking_benchmark(tmp_path)
+    (some ids without a 30d return, ranked per horizon: config missing_returns). Round 2: open."""
+    bench = ranking_benchmark(tmp_path, config={"missing_returns": "per_horizon"})
     gen = RankingRound(90, seed=11)
     r1 = round_open(benchmark=bench, data=gen.universe_csv(), filename="week1.csv")
     subs = {}

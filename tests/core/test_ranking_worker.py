@@ -2,13 +2,18 @@
 (PostgreSQL and Redis when their URLs are set): open, uploads (one replaced, a bad one refused by row
 and column), close, an interim snapshot with 10d returns only, the final returns, a refused truth
 file, a second round, standings. Every value equals crowdcent-challenge 0.2.16 computed here on the
-returns turned into rank targets."""
+returns turned into rank targets by its own create_ranking_targets (an id without a 30d return is
+left out of both horizons: the kind's default)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
-from crowdcent_challenge.scoring import evaluate_hyperliquid_submission, evaluate_hyperliquid_uniqueness
+from crowdcent_challenge.scoring import (
+    create_ranking_targets,
+    evaluate_hyperliquid_submission,
+    evaluate_hyperliquid_uniqueness,
+)
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
@@ -34,10 +39,16 @@ def scored(round_number: int, version: int) -> bool:
 
 
 def reference(gen: RankingRound, returns: np.ndarray) -> pd.DataFrame:
-    """Each entrant's metrics from crowdcent-challenge's evaluate functions, rank targets and meta model
-    built here with pandas."""
-    frame = pd.DataFrame(returns, columns=list(HORIZONS))
-    targets = frame.rank(method="average") / frame.count()
+    """Each entrant's metrics from crowdcent-challenge's evaluate functions on the targets of its
+    create_ranking_targets, and the meta model built here with pandas."""
+    # crowdcent's h-day target of date D is the return from the close of D + 1 to that of D + 1 + h:
+    # closes 1, 1, 1 + r10, 1 + r30 give the 1-day target the 10d return and the 2-day one the 30d return.
+    prices = pd.DataFrame([(d, cid, p) for i, cid in enumerate(gen.ids) for d, p in zip(
+        pd.date_range("2026-03-01", periods=4), (1.0, 1.0, 1.0 + returns[i, 0], 1.0 + returns[i, 1]))],
+        columns=["date", "ticker", "close"])
+    ref = create_ranking_targets(prices, horizons=[1, 2])
+    ref = ref[ref["date"] == pd.Timestamp("2026-03-01")].set_index("ticker").reindex(gen.ids)
+    targets = pd.DataFrame({"10d": ref["target_1d"].to_numpy(), "30d": ref["target_2d"].to_numpy()})
     preds = {u: gen.predictions(*SKILLS[u]) for u in SKILLS}
     n, m = len(gen.ids), len(preds)
     # The meta model: mean of the rank-scaled predictions, as exact fractions (2 x an average rank is whole).

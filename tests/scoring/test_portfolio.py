@@ -34,9 +34,27 @@ def test_capitalbench_score_matching_the_oracle_scores_100():
     assert metrics.capitalbench_score(0.05, 0.05) == 100.0
 
 
+# CapitalBench's capitalBenchScore.js (SCORE_EPSILON = 1e-7): an oracle within 1e-7 of zero scores 100 when the
+# return is within 1e-7 of it and null otherwise; else min(100, 100 * return / oracle).
+@pytest.mark.parametrize("portfolio, oracle, want", [
+    (0.0500000001, 0.05, 100.0),   # above the oracle by rounding of percents: 100, never an error
+    (0.06, 0.05, 100.0),           # above it by more: still at most 100
+    (5e-8, 0.0, 100.0),            # a zero oracle, matched within 1e-7
+    (0.0, 9e-8, 100.0),            # an oracle within 1e-7 of zero is a zero oracle
+    (-2e-7, 0.0, None),            # a loss beyond 1e-7 under a zero oracle: unavailable
+    (0.0, -5e-8, 100.0),           # an oracle a hair below zero (rounding) is zero too
+    (0.0, 2e-7, 0.0),              # a tiny oracle beyond the tolerance: the ratio
+    (-0.01, 2e-7, -5e6),           # ... which is not clamped below
+])
+def test_capitalbench_score_follows_capitalbench_rule(portfolio, oracle, want):
+    assert metrics.capitalbench_score(portfolio, oracle) == (pytest.approx(want) if want is not None else None)
+    got = metrics.capitalbench_scores([portfolio], oracle)[0]
+    assert (np.isnan(got) if want is None else got == pytest.approx(want))
+
+
 @pytest.mark.parametrize(
     "portfolio, oracle, message",
-    [(0.01, -0.02, "cannot be negative"), (0.06, 0.05, "exceeds oracle"), (float("nan"), 0.05, "finite"), ("x", 1, "number")],
+    [(0.01, -0.02, "cannot be negative"), (float("nan"), 0.05, "finite"), ("x", 1, "number")],
 )
 def test_capitalbench_score_rejects_impossible_inputs(portfolio, oracle, message):
     with pytest.raises(ValueError, match=message):
@@ -59,6 +77,12 @@ def test_comparison_set_score_aligns_series_by_round():
 def test_comparison_set_score_zero_oracles_follow_the_zero_oracle_rule():
     assert metrics.comparison_set_score([0.0, 0.0], [0.0, 0.0]) == 100.0
     assert metrics.comparison_set_score([0.0, -1.0], [0.0, 0.0]) is None
+
+
+def test_comparison_set_score_is_capped_at_100_and_empty_has_none():
+    # Each round above its oracle by rounding; the sums too: 100, as CapitalBench's cumulative score.
+    assert metrics.comparison_set_score([0.0400000001, 0.0200000001], [0.04, 0.02]) == 100.0
+    assert metrics.comparison_set_score([], []) is None
 
 
 def test_portfolio_return_is_the_weighted_sum_with_cash_at_zero():
@@ -145,6 +169,14 @@ def test_round_results_losses_score_minus_50_and_minus_25():
     assert out["regret"].tolist() == pytest.approx([0.06, 0.05])
     assert out["beats_cash"].tolist() == [0.0, 0.0]
     assert out["minus_sp500"].tolist() == pytest.approx([-0.03, -0.02])
+
+
+def test_round_results_a_return_above_the_oracle_by_rounding_scores_100():
+    # Percents may sum to 100 within 0.01: 100.005% in the best option (+4%) returns 4.0002%, above the oracle.
+    out = metrics.round_results([[100.005, 0.0]], [100.0, 50.0], [104.0, 51.0], sp500_start=100.0, sp500_end=101.0)
+    assert out["return"][0] == pytest.approx(1.00005 * 0.04) and out["return"][0] > out["oracle_return"][0]
+    assert out["score"][0] == 100.0
+    assert out["regret"][0] == pytest.approx(-0.00005 * 0.04)
 
 
 def test_round_results_zero_oracle_cash_scores_100_and_a_loss_is_unavailable():

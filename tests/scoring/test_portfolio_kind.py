@@ -58,7 +58,6 @@ def test_upload_json_is_aligned_to_the_universe_with_its_meta():
     ({"allocations": [{"option": "AAA", "percent": 60}, {"option": "BBB", "percent": 30}]}, "allocations"),
     ({"allocations": [{"option": "AAA", "percent": 110}, {"option": "BBB", "percent": -10}]},
      "allocations[2].percent"),
-    ({"allocations": [{"option": "SP500", "percent": 100}]}, "allocations[1].option"),
     ({"allocations": [{"option": "ZZZ", "percent": 100}]}, "allocations[1].option"),
     ({"allocations": [{"option": "AAA", "percent": 50}, {"option": "AAA", "percent": 50}]},
      "allocations[2].option"),
@@ -106,6 +105,38 @@ def test_whole_round_scores_the_worked_examples():
     assert all(m["oracle_return"] == pytest.approx(0.04) for m in out)
     assert [m["regret"] for m in out] == pytest.approx([0.06, 0.05, 0.0, 0.035])
     assert [m["beats_cash"] for m in out] == [False, False, True, True]
+
+
+def test_the_sp500_is_an_option_counted_with_its_weight_and_in_the_oracle():
+    # SP500 +5% (4000 -> 4200) beats AAA +4% (100 -> 104): it is the oracle, and a portfolio may hold it.
+    prices = b"option,end_price\nAAA,104\nBBB,49\nSP500,4200\n"
+    parsed = KIND.parse_round_submission(
+        body(allocations=[{"option": "SP500", "percent": 60}, {"option": "AAA", "percent": 40}]),
+        filename="p.json", universe=universe(), config={})
+    assert parsed.values[:, 0].tolist() == [40.0, 0.0, 60.0, 0.0]
+    out = KIND.score_round_version(inputs([parsed.values[:, 0], [0, 0, 100, 0], [100, 0, 0, 0]], prices), {}).metrics
+    assert [m["return"] for m in out] == pytest.approx([0.6 * 0.05 + 0.4 * 0.04, 0.05, 0.04])
+    assert all(m["sp500_return"] == pytest.approx(0.05) and m["oracle_return"] == pytest.approx(0.05) for m in out)
+    assert [m["minus_sp500"] for m in out] == pytest.approx([0.046 - 0.05, 0.0, -0.01])
+    assert [m["regret"] for m in out] == pytest.approx([0.004, 0.0, 0.01])
+    assert [m["score"] for m in out] == pytest.approx([100 * 0.046 / 0.05, 100.0, 80.0])
+
+
+def test_the_benchmark_option_is_named_by_config():
+    config = {"benchmark_option": "SPY"}
+    u = KIND.universe(KIND.parse_universe(b"option,start_price\nAAA,100\nSPY,400\n", filename="u.csv",
+                                          config=config), config)
+    truth = KIND.parse_truth(b"option,end_price\nAAA,101\nSPY,404\n", filename="t.csv", universe=u, config=config,
+                             final=True)
+    inp = RoundInputs(universe=u, keys=[0], values=np.array([[0.0, 100.0, 0.0]])[:, :, None], meta=[{}],
+                      stakes=None, benchmark_models=np.zeros(1, bool), truth=truth)
+    (m,) = KIND.score_round_version(inp, config).metrics
+    assert (m["return"], m["sp500_return"], m["minus_sp500"]) == pytest.approx((0.01, 0.01, 0.0))
+    with pytest.raises(ValidationFailed, match="no SPY row"):
+        KIND.parse_universe(UNIVERSE, filename="u.csv", config=config)
+    for bad in ("", "CASH", "A,B", 5):
+        with pytest.raises(ValidationFailed, match="benchmark_option"):
+            KIND.validate_config({"benchmark_option": bad})
 
 
 def test_interim_prices_give_provisional_returns_and_withhold_the_rest():
@@ -157,6 +188,15 @@ def test_standings_comparison_set_worked_example_30_and_a_later_joiner():
     rows = {s.entrant: s for s in out.rows}
     assert rows["a"].score == pytest.approx(30.0) and rows["a"].rounds == 2 and rows["b"].rounds == 1
     assert [h["entrant"] for h in doc["history"]] == ["b", "a"]
+
+
+def test_standings_a_set_with_no_shared_round_has_no_score():
+    # a completes round 1 only; b joins in round 2, which a missed: set 2 = (a, b) has no round both completed.
+    doc = KIND.standings([result(1, {"a": 0.04}, 0.08), result(2, {"b": 0.01}, 0.02)], {}) \
+        .documents[("weekly", "comparison_sets")]
+    second = doc["sets"][1]
+    assert second["members"] == ["a", "b"] and second["rounds"] == []
+    assert [r["score"] for r in second["rows"]] == [None, None] and second["oracle_sum"] == 0
 
 
 def test_round_public_summarises_consistency_runs_apart():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import csv
 import itertools
 import json
 import math
@@ -17,7 +18,7 @@ from scoring.kinds.base import Case, CaseSet, Kind, Truth
 from scoring.kinds.properties import PropertiesKind
 from scoring.metrics_properties import spearman, top_fraction_k, top_fraction_recall
 
-from leaderboard.demo.properties import baseline_submissions, write_bundle
+from leaderboard.demo.properties import GDPA1, baseline_submissions, composition_submission, write_bundle
 
 KIND = get_kind("properties")
 
@@ -175,6 +176,53 @@ def test_recall_matrix_equals_column_by_column():
     np.testing.assert_allclose(got, want, atol=1e-15)
 
 
+def ginkgo_k(n: int, frac: float) -> int:
+    """abdev-benchmark's recall_at_k: ``top_k = int(len(y_true) * frac)``."""
+    return int(n * frac)
+
+
+def test_top_fraction_k_floor_is_ginkgos_int_for_a_tenth_at_every_n():
+    assert [top_fraction_k(n, 0.1, "floor") for n in (10, 19, 20, 30, 246, 49)] == [1, 1, 2, 3, 24, 4]
+    for n in range(10, 20_000):
+        assert top_fraction_k(n, 0.1, "floor") == ginkgo_k(n, 0.1), n
+    # Where a float product falls a hair short of an integer we take the integer (int(0.29 * 100) is 28).
+    assert top_fraction_k(100, 0.29, "floor") == 29 and ginkgo_k(100, 0.29) == 28
+
+
+@pytest.mark.parametrize("n", [1, 5, 9])
+def test_top_fraction_k_floor_refuses_an_empty_top(n):
+    with pytest.raises(ValueError, match=rf"int\(0.1 x {n}\) = 0 cases .*at least 10"):
+        top_fraction_k(n, 0.1, "floor")
+    with pytest.raises(ValueError, match="= 0 cases"):
+        top_fraction_recall(np.arange(n), np.arange(n), 0.1, k_rule="floor")
+    with pytest.raises(ValueError, match="k_rule"):
+        top_fraction_k(20, 0.1, "nearest")
+
+
+def test_recall_floor_hand_worked_and_against_ceil():
+    # n = 15, fraction 0.1: floor k = int(1.5) = 1, ceil k = 2.
+    # Truth 0..14: the true top is {14} (floor) or {14, 13} (ceil). Prediction puts 13 first, then 14.
+    t = np.arange(15.0)
+    p = t.copy()
+    p[13], p[14] = 20.0, 19.0
+    assert top_fraction_recall(t, p, 0.1, k_rule="floor") == 0.0   # predicted top {13}, true top {14}
+    assert top_fraction_recall(t, p, 0.1, k_rule="ceil") == 1.0    # both {13, 14}
+
+
+def test_recall_lower_is_better_takes_the_lowest_values_as_top():
+    # HIC-like: lower is better, 20 cases, floor k = int(0.1 x 20) = 2. The truth's lowest two are positions
+    # 5 (0.5) and 11 (0.7); the prediction's lowest two are 5 (1.0) and 3 (1.5): recall 1/2.
+    t = np.linspace(9.9, 8.0, 20)
+    t[5], t[11] = 0.5, 0.7
+    p = np.linspace(5.0, 6.9, 20)
+    p[5], p[3], p[19] = 1.0, 1.5, 99.0
+    assert top_fraction_recall(t, p, 0.1, higher_is_better=False, k_rule="floor") == 0.5
+    p[11] = 1.2  # now the prediction's lowest two are 5 and 11, the truth's: recall 1
+    assert top_fraction_recall(t, p, 0.1, higher_is_better=False, k_rule="floor") == 1.0
+    # Read as higher-is-better the top would be the highest: truth {0 (9.9), 1 (9.8)}, prediction {19, 18}: 0.
+    assert top_fraction_recall(t, p, 0.1, higher_is_better=True, k_rule="floor") == 0.0
+
+
 @pytest.mark.parametrize("fraction", [0, -0.1, 1.5, float("nan"), "0.1", True])
 def test_recall_fraction_outside_range_raises(fraction):
     with pytest.raises(ValueError, match="fraction must be"):
@@ -203,6 +251,7 @@ def test_config_defaults_and_recall_defaults_to_direction():
         "inputs": [],
         "weights": {"spearman": 0.6, "recall": 0.4},
         "recall_fraction": 0.1,
+        "recall_k": "ceil",
         "max_upload_bytes": 10485760,
     }
     assert KIND.validate_config(cfg) == cfg  # idempotent
@@ -224,6 +273,7 @@ def test_config_defaults_and_recall_defaults_to_direction():
         ({"properties": [{"name": "A", "higher_is_better": True}], "weights": {"speed": 1}}, "weights.speed", "unknown key"),
         ({"properties": [{"name": "A", "higher_is_better": True}], "max_upload_bytes": "10MB"}, "max_upload_bytes", "integer"),
         ({"properties": [{"name": "A", "higher_is_better": False}]}, "weights.recall", "no property has recall"),
+        ({"properties": [{"name": "A", "higher_is_better": True}], "recall_k": "round"}, "recall_k", '"floor"'),
     ],
 )
 def test_config_errors_name_the_bad_key(config, column, message):
@@ -317,6 +367,51 @@ def test_score_weighting_hand_worked():
     assert pub["recall"] == pytest.approx(1.0)
     # score = 0.6 * -0.1 + 0.4 * 1.0 = 0.34
     assert pub["score"] == pytest.approx(0.34)
+
+
+def _bundle_csv(splits: dict[str, int], measured_b: int | None = None) -> bytes:
+    """cases.csv with ``splits[s]`` cases per split; A = i, B = 100 - i (B missing beyond ``measured_b``)."""
+    lines, i = ["sequence_id,fold,split,A,B"], 0
+    for split, count in splits.items():
+        for j in range(count):
+            i += 1
+            b = "" if measured_b is not None and j >= measured_b else f"{100 - i}"
+            lines.append(f"s{i},{i % 5},{split},{i},{b}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+FLOOR_CFG = {"properties": [{"name": "A", "higher_is_better": True},
+                            {"name": "B", "higher_is_better": False, "recall": True}], "recall_k": "floor"}
+
+
+def test_bundle_refuses_a_ranked_split_whose_floor_top_is_empty():
+    # private: 9 cases, int(0.1 x 9) = 0; B measured for 12 of the 20 public cases only: int(1.2) = 1, fine.
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.parse_bundle({"cases.csv": _bundle_csv({"dev": 4, "public": 20, "private": 9})}, FLOOR_CFG)
+    messages = {(e.column, e.message) for e in exc.value.errors}
+    assert {c for c, _ in messages} == {"A", "B"}
+    assert all("the private split has 9 measured values" in m and "int(0.1 x 9) = 0" in m for _, m in messages)
+    bundle = KIND.parse_bundle({"cases.csv": _bundle_csv({"dev": 4, "public": 20, "private": 10}, measured_b=12)},
+                               FLOOR_CFG)
+    assert bundle.config["recall_k"] == "floor"
+    # The same small split is fine under ceil (k = 1).
+    KIND.parse_bundle({"cases.csv": _bundle_csv({"public": 20, "private": 9})}, {**FLOOR_CFG, "recall_k": "ceil"})
+
+
+def test_kind_recall_floor_lower_is_better_and_a_small_dev_subset():
+    bundle = KIND.parse_bundle({"cases.csv": _bundle_csv({"dev": 4, "public": 20, "private": 10})}, FLOOR_CFG)
+    ids = bundle.cases.ids()
+    # Predict A exactly; for B (lower is better, truth 100 - i: the public top 2 are s24 and s23, the
+    # lowest) put s23 and s5 lowest: recall 1/2. Dev: only 4 cases, int(0.4) = 0: no recall there.
+    rows = ["sequence_id,A,B,fold"]
+    for k, sid in enumerate(ids, start=1):
+        b = {"s23": -5.0, "s5": -4.0}.get(sid, float(k))
+        rows.append(f"{sid},{k},{b},{k % 5}")
+    sub = KIND.parse_submission("\n".join(rows).encode(), filename="s.csv", cases=bundle.cases,
+                                config=bundle.config)
+    metrics = KIND.score(sub, cases=bundle.cases, truth=bundle.truth, config=bundle.config).metrics
+    assert metrics["public"]["recall:A"] == 1.0 and metrics["public"]["recall:B"] == 0.5
+    assert metrics["dev"]["recall:A"] is None and metrics["dev"]["score"] is None
 
 
 def test_public_and_private_are_scored_separately():
@@ -561,7 +656,7 @@ def test_bundle_without_cases_file():
 
 
 # ---------------------------------------------------------------------------
-# demo data (leaderboard/demo/properties.py is pure)
+# demo data (leaderboard/demo/properties.py is pure): Ginkgo's GDPa1, as published
 # ---------------------------------------------------------------------------
 
 
@@ -573,96 +668,57 @@ def demo(tmp_path_factory):
     return directory, meta, bundle
 
 
-def test_demo_bundle_shape(demo):
+def _gdpa1() -> list[dict[str, str]]:
+    with open(GDPA1, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_demo_bundle_is_gdpa1_as_published(demo):
     directory, meta, bundle = demo
     assert meta["slug"] == "antibody-developability" and meta["kind"] == "properties"
-    assert meta["daily_limit"] == 5
+    assert meta["daily_limit"] == 5 and meta["closes_at"] == "2030-12-31T23:59:59Z"
+    assert "GDPa1" in meta["description"] and "MIT" in meta["description"]
+    assert "github.com/ginkgobioworks/abdev-benchmark" in meta["description"]
+    assert "abdev-benchmark" in meta["credit"] and "MIT" in meta["credit"]  # shown on every page
+    # Ginkgo's directions (ASSAY_HIGHER_IS_BETTER), recall on all five, k = int(0.1 x n).
     assert [(p["name"], p["higher_is_better"], p["recall"]) for p in bundle.config["properties"]] == [
-        ("AC-SINS_pH7.4", False, False),
-        ("Tm2", True, True),
-        ("HIC", False, False),
-        ("Titer", True, True),
-        ("PR_CHO", False, False),
-    ]
-    assert meta["closes_at"] == "2030-12-31T23:59:59Z"
+        ("HIC", False, True), ("Tm2", True, True), ("Titer", True, True), ("PR_CHO", False, True),
+        ("AC-SINS_pH7.4", False, True)]
+    assert bundle.config["recall_k"] == "floor" and bundle.config["recall_fraction"] == 0.1
     assert bundle.config["inputs"] == ["heavy_sequence", "light_sequence"]
+    rows = _gdpa1()
     cases = bundle.cases.cases
-    assert len(cases) == 300 and cases[0].case_id == "ab_0001"
-    assert [sum(c.split == s for c in cases) for s in ("dev", "public", "private")] == [120, 108, 72]
-    assert sorted({c.public["fold"] for c in cases}) == [0, 1, 2, 3, 4]
-    # Public inputs: a heavy chain (~120 residues, ending in its J region) and a light chain (~108).
-    for c in cases:
-        assert set(c.public) == {"fold", "heavy_sequence", "light_sequence"}
-        assert 105 <= len(c.public["heavy_sequence"]) <= 140 and c.public["heavy_sequence"].endswith("TVSS")
-        assert 100 <= len(c.public["light_sequence"]) <= 115 and c.public["light_sequence"].endswith("EIK")
-        assert set(c.public["heavy_sequence"] + c.public["light_sequence"]) <= set("ACDEFGHIKLMNPQRSTVWY")
-    tm2 = [v["Tm2"] for v in bundle.truth.values.values()]
-    assert 55 < min(tm2) and max(tm2) < 95
-    assert write_bundle(directory, seed=7) == directory
-    assert (directory / "cases.csv").read_bytes() == write_bundle(directory.parent / "again").joinpath("cases.csv").read_bytes()
+    assert len(cases) == len(rows) == 246
+    # Our split by Ginkgo's cluster folds: 0-1 dev, 2-3 public, 4 private.
+    assert [sum(c.split == s for c in cases) for s in ("dev", "public", "private")] == [103, 94, 49]
+    for case, row in zip(cases, rows):
+        fold = int(row["hierarchical_cluster_IgG_isotype_stratified_fold"])
+        assert case.case_id == row["antibody_name"] and case.public["fold"] == fold
+        assert case.split == {0: "dev", 1: "dev", 2: "public", 3: "public", 4: "private"}[fold]
+        assert case.public["heavy_sequence"] == row["vh_protein_sequence"]
+        assert case.public["light_sequence"] == row["vl_protein_sequence"]
+        for p in ("HIC", "Tm2", "Titer", "PR_CHO", "AC-SINS_pH7.4"):
+            want = float(row[p]) if row[p] else None
+            assert bundle.truth.values[case.case_id][p] == want, (case.case_id, p)
+    measured = {p: sum(bundle.truth.values[c.case_id][p] is not None for c in cases) for p in ("Tm2", "PR_CHO")}
+    assert measured == {"Tm2": 246 - 53, "PR_CHO": 246 - 49}
+    again = write_bundle(directory.parent / "again")
+    assert (directory / "cases.csv").read_bytes() == (again / "cases.csv").read_bytes()
 
 
-def test_demo_baselines_are_valid_and_improve(demo):
+def test_demo_baselines_are_ginkgos_predictions_and_the_real_ones_beat_random(demo):
     directory, meta, bundle = demo
-    subs = baseline_submissions(directory, 7)
-    assert list(subs) == ["random", "CDR-H3 length heuristic", "composition least squares"]
-    parsed = {n: KIND.parse_submission(d, filename=f"{n}.csv", cases=bundle.cases, config=bundle.config) for n, d in subs.items()}
+    subs = baseline_submissions(directory)
+    assert list(subs) == ["moe_baseline", "esm2_ridge", "onehot_ridge", "tap_linear", "random_predictor"]
+    parsed = {n: KIND.parse_submission(d, filename=f"{n}.csv", cases=bundle.cases, config=bundle.config)
+              for n, d in subs.items()}
     results = KIND.score_round(parsed, cases=bundle.cases, truth=bundle.truth, config=bundle.config)
-    for split in ("dev", "public", "private"):
-        random, heuristic, fitted = (results[n].metrics[split]["score"] for n in subs)
-        assert fitted > max(random, heuristic) and fitted - random > 0.2, (split, random, heuristic, fitted)
-    assert results["CDR-H3 length heuristic"].metrics["public"]["score"] > results["random"].metrics["public"]["score"]
-
-
-def test_demo_score_matches_an_independent_computation(demo):
-    directory, meta, bundle = demo
-    data = baseline_submissions(directory, 7)["composition least squares"]
-    result = KIND.score(
-        KIND.parse_submission(data, filename="o.csv", cases=bundle.cases, config=bundle.config),
-        cases=bundle.cases,
-        truth=bundle.truth,
-        config=bundle.config,
-    )
-    rows = [line.split(",") for line in data.decode().splitlines()]
-    pred = {r[0]: dict(zip(rows[0][1:], map(float, r[1:]))) for r in rows[1:]}
     for split in ("public", "private"):
-        ids = [c.case_id for c in bundle.cases.cases if c.split == split]
-        rhos, recalls = [], []
-        for p in bundle.config["properties"]:
-            t = np.array([bundle.truth.values[i][p["name"]] for i in ids])
-            y = np.array([pred[i][p["name"]] for i in ids])
-            rhos.append(scipy_spearman(t, y))
-            if p["recall"]:
-                k = math.ceil(len(ids) / 10)
-                order_t, order_y = np.argsort(-t, kind="stable"), np.argsort(-y, kind="stable")
-                assert t[order_t[k - 1]] != t[order_t[k]] and y[order_y[k - 1]] != y[order_y[k]]  # no tie at the cut
-                recalls.append(len(set(order_t[:k]) & set(order_y[:k])) / k)
-        want = 0.6 * np.mean(rhos) + 0.4 * np.mean(recalls)
-        assert result.metrics[split]["score"] == pytest.approx(want, abs=1e-12)
-
-
-def test_metric_lookup_answers_per_property_names_without_config():
-    assert KIND.metric("score").name == "score"
-    assert KIND.metric("spearman:Tm2").label == "Spearman Tm2"
-    assert KIND.metric("recall:Titer").label == "Recall Titer"
-    with pytest.raises(KeyError):
-        KIND.metric("accuracy")
-
-
-def test_scoring_against_changed_cases_fails_as_a_validation_error():
-    parsed = submission({**PUBLIC, **PRIVATE})
-    cases = CaseSet(CASES.cases + [Case("c9", "public", {"fold": 1})])
-    with pytest.raises(ValidationFailed) as exc:
-        KIND.score(parsed, cases=cases, truth=TRUTH, config=CFG)
-    assert exc.value.errors[0].message == "no prediction for 1 case(s) added after the upload: 'c9'"
-
-
-def test_properties_kind_is_one_package_reached_by_its_old_import_path():
-    """scoring/kinds/properties/ (config, reading, kind): the registry and ``scoring.kinds.properties``
-    give the same kind, registered once."""
-    import scoring.kinds.properties as package
-    from scoring.kinds import get_kind, kind_names
-
-    assert type(get_kind("properties")) is package.PropertiesKind is PropertiesKind
-    assert kind_names().count("properties") == 1
-    assert package.PropertiesKind.__module__ == "scoring.kinds.properties.kind"
+        random = results["random_predictor"].metrics[split]["score"]
+        for name in ("moe_baseline", "esm2_ridge"):
+            assert results[name].metrics[split]["score"] > random + 0.1, (split, name)
+    # A participant's model made from the downloads alone (the demo gives it to alice) is valid too.
+    own = KIND.parse_submission(composition_submission(directory), filename="own.csv", cases=bundle.cases,
+                                config=bundle.config)
+    score = KIND.score(own, cases=bundle.cases, truth=bundle.truth, config=bundle.config).metrics["public"]["score"]
+    assert score > results["random_predictor"].metrics["public"]["score"]

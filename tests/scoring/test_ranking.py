@@ -7,7 +7,7 @@ import pytest
 from crowdcent_challenge.scoring import create_ranking_targets
 from crowdcent_challenge.scoring import symmetric_ndcg_at_k as reference_ndcg
 
-from scoring import metrics
+from scoring import metrics, metrics_ranking
 from scoring.metrics_ranking import score_ranking_horizons
 from scoring.rounds import score_ranking_round
 
@@ -158,6 +158,41 @@ def test_rank_targets_match_reference_create_ranking_targets():
         np.testing.assert_allclose(got["fwd_return_3d"], day["target_3d"], rtol=0, atol=ATOL)
 
 
+def test_rank_targets_drop_an_id_missing_any_horizon_as_create_ranking_targets_does():
+    # Prices with gaps: an id whose close is missing h days on has no h-day return for that date, and
+    # crowdcent's create_ranking_targets (drop_incomplete=True by default) drops it from every horizon.
+    rng = np.random.default_rng(12)
+    dates = pd.date_range("2024-01-01", periods=30, freq="D")
+    tickers = [f"T{i}" for i in range(12)]
+    prices = pd.DataFrame([(d, t, float(p)) for t in tickers
+                           for d, p in zip(dates, 100 * np.cumprod(1 + rng.normal(0, 0.02, len(dates))))],
+                          columns=["date", "ticker", "close"])
+    prices.loc[prices.sample(25, random_state=3).index, "close"] = np.nan
+    full = create_ranking_targets(prices, horizons=[1, 4], return_raw_returns=True, drop_incomplete=False)
+    kept = create_ranking_targets(prices, horizons=[1, 4])
+    checked = 0
+    for date, day in full.groupby("date"):
+        returns = day.set_index("ticker")[["fwd_return_1d", "fwd_return_4d"]]
+        if returns.isna().all().any():
+            continue  # a horizon with no return at all: crowdcent drops every id, we drop nobody (documented)
+        got = metrics.rank_targets(returns)
+        want = kept[kept["date"] == date].set_index("ticker")[["target_1d", "target_4d"]]
+        want = want.set_axis(returns.columns, axis=1).reindex(returns.index)
+        np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=0, atol=ATOL)
+        checked += int(returns.isna().any(axis=1).any())
+    assert checked >= 10  # dates where some id was dropped
+
+
+def test_rank_targets_per_horizon_and_bad_rule():
+    returns = pd.DataFrame({"a": [0.1, -0.1, 0.05, 0.0], "b": [0.2, -0.05, np.nan, 0.3]})
+    # drop_id: id 2 lacks b, so a is ranked over ids 0, 1, 3: [3, 1, -, 2] / 3.
+    np.testing.assert_allclose(metrics.rank_targets(returns)["a"], [1, 1 / 3, np.nan, 2 / 3])
+    np.testing.assert_allclose(metrics.rank_targets(returns, missing="per_horizon")["a"], [1, 0.25, 0.75, 0.5])
+    np.testing.assert_allclose(metrics.rank_targets(returns, missing="per_horizon")["b"], [2 / 3, 1 / 3, np.nan, 1])
+    with pytest.raises(ValueError, match="missing must be one of drop_id, per_horizon"):
+        metrics.rank_targets(returns, missing="keep")
+
+
 def test_rank_targets_keeps_nan_and_counts_only_values():
     got = metrics.rank_targets(pd.Series([0.3, np.nan, -0.1, 0.3]))
     np.testing.assert_array_equal(got.to_numpy(), [2.5 / 3, np.nan, 1 / 3, 2.5 / 3])
@@ -274,3 +309,18 @@ def test_ranking_round_beyond_one_chunk_of_submissions_equals_crowdcent():
                                                                          abs=1e-9)
             assert got.metrics[f"unique_ndcg_{h}"][i] == pytest.approx(unique_ndcg(y, ranked[s], meta[s], k=10),
                                                                        abs=1e-9)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: metrics_ranking.rank_scaled(np.empty((1, 0))),
+    lambda: metrics_ranking.rank_scaled_mean(np.empty((3, 0))),
+    lambda: metrics_ranking.spearman_rows(np.empty((2, 0)), np.empty(0)),
+    lambda: metrics_ranking.meta_residuals(np.empty((1, 0)), np.empty(0)),
+    lambda: metrics_ranking.score_ranking_horizons(np.empty((2, 0, 2)), np.empty((0, 2)), horizons=["10d", "30d"],
+                                                   k=40),
+    lambda: metrics.symmetric_ndcg_at_k(np.empty(0), np.empty(0), 40),
+    lambda: metrics.rank_targets(np.empty(0)),
+])
+def test_empty_ranking_input_raises_a_value_error_naming_it(call):
+    with pytest.raises(ValueError, match=r"is empty: it needs at least one id"):
+        call()

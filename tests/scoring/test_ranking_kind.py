@@ -30,10 +30,11 @@ def errors_of(info) -> set[tuple]:
 
 def test_config_defaults_and_refusals():
     assert CONFIG == {"horizons": ["10d", "30d"], "k": 40, "weights": {"10d": 1.0, "30d": 1.0},
-                      "standings_window": 20, "max_upload_bytes": 10 * 1024 * 1024}
+                      "standings_window": 20, "missing_returns": "drop_id", "max_upload_bytes": 10 * 1024 * 1024}
     with pytest.raises(ValidationFailed) as info:
-        KIND.validate_config({"k": 0, "weights": {"10d": 1, "7d": 2}, "horizons": ["10d", "30d"], "colour": 1})
-    assert {e.column for e in info.value.errors} == {"k", "weights", "colour"}
+        KIND.validate_config({"k": 0, "weights": {"10d": 1, "7d": 2}, "horizons": ["10d", "30d"], "colour": 1,
+                              "missing_returns": "keep"})
+    assert {e.column for e in info.value.errors} == {"k", "weights", "colour", "missing_returns"}
     with pytest.raises(ValidationFailed):
         KIND.validate_config({"horizons": ["10 d"]})
     names = [m.name for m in KIND.board_metrics({"horizons": ["1d"], "k": 5})]
@@ -60,6 +61,22 @@ def test_upload_refusals_name_row_and_column():
     assert (1, "pred_30d") in errors_of(info)
 
 
+def crowdcent_targets(gen: RankingRound, returns: np.ndarray) -> pd.DataFrame:
+    """Rank targets from crowdcent-challenge's create_ranking_targets (its defaults: drop_incomplete=True).
+
+    It builds targets from prices: the h-day target of date D is the return from the close of D + 1 to
+    the close of D + 1 + h. Closes 1, 1, 1 + r10, 1 + r30 make the 1-day target's return r10 and the 2-day
+    target's r30 (a missing return is a missing close). Ids it drops come back as NaN.
+    """
+    prices = pd.DataFrame(
+        [(d, cid, p) for i, cid in enumerate(gen.ids)
+         for d, p in zip(pd.date_range("2026-01-01", periods=4), (1.0, 1.0, 1.0 + returns[i, 0], 1.0 + returns[i, 1]))],
+        columns=["date", "ticker", "close"])
+    ref = create_ranking_targets(prices, horizons=[1, 2])
+    ref = ref[ref["date"] == pd.Timestamp("2026-01-01")].set_index("ticker")
+    return ref[["target_1d", "target_2d"]].set_axis(["10d", "30d"], axis=1).reindex(gen.ids)
+
+
 def test_truth_becomes_rank_targets_equal_to_crowdcent_create_ranking_targets():
     gen = RankingRound(25, seed=2)
     universe = universe_of(gen)
@@ -67,21 +84,30 @@ def test_truth_becomes_rank_targets_equal_to_crowdcent_create_ranking_targets():
     returns[3, 0] = returns[4, 0]  # a tie
     truth = KIND.parse_truth(gen.truth_csv(returns), filename="t.csv", universe=universe, config=CONFIG,
                              final=True, as_of=None)
-    # crowdcent builds its targets from prices: returns r come from closes 1 -> 1 + r over one day.
-    prices = pd.DataFrame(
-        [(d, cid, p) for i, cid in enumerate(gen.ids)
-         for d, p in zip(pd.date_range("2026-01-01", periods=3), (1.0, 1.0, 1.0 + returns[i, 1]))],
-        columns=["date", "ticker", "close"])
-    prices.loc[prices["close"].isna(), "close"] = np.nan
-    ref = create_ranking_targets(prices, horizons=[1], drop_incomplete=True)
-    ref = ref[ref["date"] == pd.Timestamp("2026-01-01")].set_index("ticker")["target_1d"]
-    got = pd.Series(truth.column("target_30d"), index=gen.ids).dropna()
-    assert len(got) == 21
-    np.testing.assert_allclose(got.loc[ref.index], ref, rtol=0, atol=1e-12)
-    # By hand for the 10d horizon: rank(average) / 25.
-    np.testing.assert_allclose(truth.column("target_10d"),
-                               pd.Series(returns[:, 0]).rank(method="average").to_numpy() / 25, rtol=0, atol=1e-15)
-    np.testing.assert_array_equal(truth.column("return_10d"), returns[:, 0])
+    ref = crowdcent_targets(gen, returns)
+    assert ref["10d"].notna().sum() == ref["30d"].notna().sum() == 21  # the 4 ids without a 30d return: dropped
+    for j, h in enumerate(("10d", "30d")):
+        np.testing.assert_allclose(truth.column(f"target_{h}"), ref[h].to_numpy(), rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(truth.column(f"return_{h}"), returns[:, j])  # the returns are kept as sent
+
+
+def test_truth_per_horizon_ranks_each_horizon_over_its_own_ids():
+    config = KIND.validate_config({"missing_returns": "per_horizon"})
+    gen = RankingRound(25, seed=2)
+    universe = universe_of(gen, config)
+    returns = gen.returns(0.5, 3, missing=4)
+    truth = KIND.parse_truth(gen.truth_csv(returns), filename="t.csv", universe=universe, config=config,
+                             final=True, as_of=None)
+    # By hand: 10d over all 25 ids, 30d over the 21 that have a return.
+    frame = pd.DataFrame(returns, columns=["10d", "30d"])
+    np.testing.assert_allclose(truth.column("target_10d"), frame["10d"].rank().to_numpy() / 25, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(truth.column("target_30d"), frame["30d"].rank().to_numpy() / 21, rtol=0, atol=1e-15)
+    # An interim snapshot with no 30d return at all drops nobody under either rule.
+    returns[:, 1] = np.nan
+    for cfg in (CONFIG, config):
+        interim = KIND.parse_truth(gen.truth_csv(returns), filename="i.csv", universe=universe, config=cfg,
+                                   final=False, as_of=dt.date(2026, 1, 5))
+        np.testing.assert_allclose(interim.column("target_10d"), frame["10d"].rank().to_numpy() / 25, atol=1e-15)
 
 
 def test_truth_refusals_name_file_row_and_column():
@@ -121,8 +147,7 @@ def test_round_scores_equal_crowdcent_on_returns_turned_into_rank_targets():
                              final=True, as_of=None)
     values, inputs = round_inputs(gen, universe, [1.5, 0.5, 0.0, -0.5], truth)
     outcome = KIND.score_round_version(inputs, CONFIG)
-    frame = pd.DataFrame(returns, columns=["10d", "30d"])
-    targets = frame.rank(method="average") / frame.count()
+    targets = crowdcent_targets(gen, returns)
     for i, got in enumerate(outcome.metrics):
         s10, s30 = targets["10d"].notna().to_numpy(), targets["30d"].notna().to_numpy()
         ref = evaluate_hyperliquid_submission(targets["10d"][s10].to_numpy(), values[i, s10, 0],
@@ -132,13 +157,15 @@ def test_round_scores_equal_crowdcent_on_returns_turned_into_rank_targets():
             assert got[f"spearman_{h}"] == pytest.approx(ref[f"spearman_{h}"], abs=1e-9)
         assert got["score"] == pytest.approx((ref["ndcg@40_10d"] + ref["ndcg@40_30d"]) / 2, abs=1e-9)
     assert outcome.metrics[0]["score"] > outcome.metrics[3]["score"]
-    assert any("30d: 138 of 150" in n for n in outcome.notes)
+    assert any("10d: 138 of 150; 30d: 138 of 150" in n for n in outcome.notes)
+    assert any(n.startswith("12 ids without a return for some horizon are left out of every horizon")
+               for n in outcome.notes)
     assert any(n.startswith("Meta model") for n in outcome.notes)
 
 
 def test_per_id_table_ranks_targets_and_k_bands():
     gen = RankingRound(8, seed=7)
-    config = KIND.validate_config({"k": 2})
+    config = KIND.validate_config({"k": 2, "missing_returns": "per_horizon"})
     universe = universe_of(gen, config)
     returns = gen.returns(1, 2)
     returns[0, 1] = np.nan

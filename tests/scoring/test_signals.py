@@ -245,3 +245,47 @@ def test_stake_weighted_meta_model_rejects_bad_stakes():
         metrics.stake_weighted_meta_model(frame, pd.Series({"a": -1.0}))
     with pytest.raises(ValueError, match="sum to zero"):
         metrics.stake_weighted_meta_model(frame, pd.Series({"a": 0.0}))
+
+
+# -- units: a correlation does not depend on the scale of the target or the meta model -----------------
+
+def _scipy_numerai_corr(predictions: pd.Series, target: pd.Series, *, power_target: bool = True) -> float:
+    """numerai corr worked with scipy alone: pow1.5 of the gaussianized tie-kept rank of the prediction
+    against pow1.5 of the centred target (or the target itself), Pearson by scipy.stats.pearsonr."""
+    from scipy import stats
+
+    p = predictions.to_numpy()
+    g = stats.norm.ppf((stats.rankdata(p) - 0.5) / len(p))
+    t = target.reindex(predictions.index).to_numpy()
+    t = t - target.mean()
+    if power_target:
+        t = np.sign(t) * np.abs(t) ** 1.5
+    return float(stats.pearsonr(np.sign(g) * np.abs(g) ** 1.5, t)[0])
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e155, 1e300])
+def test_numerai_corr_and_cwmm_do_not_depend_on_units(scale):
+    rng = np.random.default_rng(5)
+    n = 400
+    index = ids(n)
+    target = pd.Series(rng.normal(size=n), index=index, name="target")
+    prediction = pd.Series(target.to_numpy() + rng.normal(size=n), index=index, name="model")
+    meta = pd.Series(target.to_numpy() + rng.normal(size=n) * 0.8, index=index, name="meta_model")
+    want_corr = _scipy_numerai_corr(prediction, target)
+    want_cwmm = _scipy_numerai_corr(prediction, meta, power_target=False)
+    assert 0.5 < want_corr < 0.95 and 0.3 < want_cwmm < 0.95
+    # The same data in other units: worked on the unit-scale values (scipy), computed on the scaled ones.
+    assert metrics.numerai_corr(prediction, target * scale) == pytest.approx(want_corr, abs=1e-12)
+    assert metrics.corr_with_meta_model(prediction, meta * scale) == pytest.approx(want_cwmm, abs=1e-12)
+    # numerai-tools agrees at unit scale (at 1e155 its own power step fails an assertion).
+    assert float(ref.numerai_corr(prediction.to_frame(), target).iloc[0]) == pytest.approx(want_corr, abs=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e155])
+def test_a_whole_round_and_fnc_do_not_depend_on_the_targets_units(scale):
+    predictions, features, target = fnc_case(21)  # 120 ids
+    unit = score_signals_round(predictions, target, features=features, metrics=("corr", "fnc"))
+    scaled = score_signals_round(predictions, target * scale, features=features, metrics=("corr", "fnc"))
+    np.testing.assert_allclose(scaled.scores.to_numpy(dtype=float), unit.scores.to_numpy(dtype=float), rtol=0,
+                               atol=1e-12, equal_nan=True)
+    assert np.isfinite(unit.scores["corr"]).sum() >= 3

@@ -40,6 +40,8 @@ class BenchmarkListSerializer(serializers.Serializer):
 
 class BenchmarkDetailSerializer(BenchmarkListSerializer):
     description = serializers.CharField()
+    credit = serializers.CharField(help_text="Where the data comes from and its licence (markdown, one line); "
+                                             "empty when the bundle names none.")
     config = serializers.DictField()
     ranking_metric = serializers.CharField()
     metrics = MetricSerializer(many=True)
@@ -271,8 +273,9 @@ class HistorySerializer(serializers.Serializer):
 class ComparisonSetRowSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     entrant = serializers.CharField()
-    score = serializers.FloatField(allow_null=True, help_text="100 x return_sum / oracle_sum; null under a zero "
-                                                              "oracle sum with a loss")
+    score = serializers.FloatField(allow_null=True, help_text="min(100, 100 x return_sum / oracle_sum) "
+                                                              "(CapitalBench's rule on the sums); null under a "
+                                                              "zero oracle sum with a loss, or with no shared round")
     return_sum = serializers.FloatField(help_text="the entrant's returns over the set's rounds, added (not compounded)")
     oracle_sum = serializers.FloatField(help_text="the oracle returns of the set's rounds, added")
 

@@ -104,6 +104,7 @@ class BenchmarkDetail(APIView):
         refusal = submissions_refusal(b)
         data = benchmark_summary(request, b) | {
             "description": b.description,
+            "credit": b.credit,
             "config": kind.public_config(b.config),
             "ranking_metric": kind.ranking_metric,
             "metrics": [{"name": m.name, "label": m.label, "higher_is_better": m.higher_is_better}

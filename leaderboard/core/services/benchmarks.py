@@ -34,6 +34,7 @@ from leaderboard.core.services.submissions import submissions_requeue
 log = logging.getLogger("leaderboard.benchmarks")
 
 MAX_BUNDLE_FILE_BYTES = 200 * 1024 * 1024
+CREDIT_MAX_CHARS = 500  # Benchmark.credit
 
 
 # A bad bundle: the one application error (scoring.errors.ValidationFailed) under its old name.
@@ -89,12 +90,17 @@ def _read_meta(directory: Path) -> dict[str, Any]:
         errors.append(RowError("must be a JSON object", column="config", file="benchmark.json"))
     if not isinstance(meta.get("description", ""), str):
         errors.append(RowError("must be a string (markdown)", column="description", file="benchmark.json"))
+    credit = meta.get("credit", "")
+    if not isinstance(credit, str) or len(credit) > CREDIT_MAX_CHARS or not credit.isprintable():
+        errors.append(RowError(f"must be one line of text (markdown), at most {CREDIT_MAX_CHARS} characters: the "
+                               "data's source and licence", column="credit", file="benchmark.json"))
     if "closes_at" in meta:
         try:
             meta["closes_at"] = parse_deadline(meta["closes_at"])
         except ValueError as exc:
             errors.append(RowError(str(exc), column="closes_at", file="benchmark.json"))
-    unknown = set(meta) - {"slug", "title", "kind", "description", "daily_limit", "config", "published", "closes_at"}
+    unknown = set(meta) - {"slug", "title", "kind", "description", "credit", "daily_limit", "config", "published",
+                           "closes_at"}
     if unknown:
         errors.append(RowError(f"unknown keys: {', '.join(sorted(unknown))}", file="benchmark.json"))
     if errors:
@@ -157,6 +163,7 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
                 column="kind", file="benchmark.json")])
         benchmark.title = meta["title"]
         benchmark.description = meta.get("description", "")
+        benchmark.credit = meta.get("credit", "").strip()
         benchmark.daily_limit = meta.get("daily_limit", 5)
         benchmark.config = bundle.config
         benchmark.is_published = bool(meta.get("published", True))

@@ -8,6 +8,7 @@ import re
 from numbers import Number
 
 import markdown
+import nh3
 from django import template
 from django.utils.html import conditional_escape, format_html, strip_tags
 from django.utils.safestring import mark_safe
@@ -69,6 +70,14 @@ def short_hash(value, length: int = 12):
 def numeric(value) -> bool:
     """Whether a cell holds a number (right-aligned in tables)."""
     return isinstance(value, Number) and not isinstance(value, bool)
+
+
+@register.filter
+def inline_markdown(text: str) -> str:
+    """One line of markdown (links, emphasis) as sanitised inline HTML, without the paragraph."""
+    html = markdown.markdown(text or "")
+    html = re.sub(r"^<p>(.*)</p>$", r"\1", html.strip(), flags=re.S)
+    return mark_safe(nh3.clean(html, tags={"a", "em", "strong", "code"}))
 
 
 @register.filter

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.errors import RowError, ValidationFailed
+from scoring.metrics_properties import K_RULES
 
 ID = "sequence_id"
 FOLD = "fold"
@@ -19,6 +20,7 @@ MAX_INPUT_CHARS = 10_000  # one input cell of a bundle (a chain sequence is ~120
 
 DEFAULT_WEIGHTS = {"spearman": 0.6, "recall": 0.4}
 DEFAULT_RECALL_FRACTION = 0.1
+DEFAULT_RECALL_K = "ceil"
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 
 MAX_CELL_CHARS = 256  # no id or number needs more; bounds every message and row
@@ -45,7 +47,7 @@ def _validate_config(config: Any) -> dict[str, Any]:
     errors: list[RowError] = []
     if not isinstance(config, Mapping):
         raise ValidationFailed([RowError(f"config must be a JSON object, got {type(config).__name__}")])
-    allowed = {"properties", "inputs", "weights", "recall_fraction", "max_upload_bytes"}
+    allowed = {"properties", "inputs", "weights", "recall_fraction", "recall_k", "max_upload_bytes"}
     for key in config:
         if key not in allowed:
             _config_error(errors, str(key), f"unknown key; allowed keys: {', '.join(sorted(allowed))}")
@@ -130,6 +132,11 @@ def _validate_config(config: Any) -> dict[str, Any]:
     if not _is_number(fraction) or not 0 < fraction <= 1:
         _config_error(errors, "recall_fraction", f"must be a number in (0, 1] (0.1 = top 10%), got {fraction!r}")
 
+    recall_k = config.get("recall_k", DEFAULT_RECALL_K)
+    if recall_k not in K_RULES:
+        _config_error(errors, "recall_k", 'must be "ceil" (k = ceil(fraction x n), at least 1) or "floor" '
+                                          f'(k = int(fraction x n), as Ginkgo\'s abdev-benchmark counts it); got {recall_k!r}')
+
     cap = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
     if not isinstance(cap, int) or isinstance(cap, bool) or not 1024 <= cap <= 100 * 1024 * 1024:
         _config_error(errors, "max_upload_bytes", f"must be an integer between 1024 and 104857600, got {cap!r}")
@@ -147,6 +154,7 @@ def _validate_config(config: Any) -> dict[str, Any]:
         "inputs": inputs,
         "weights": out_weights,
         "recall_fraction": float(fraction),
+        "recall_k": recall_k,
         "max_upload_bytes": cap,
     }
 

@@ -42,7 +42,7 @@ from scoring.kinds.properties.reading import (
     _RowChecker,
     _show,
 )
-from scoring.metrics_properties import spearman, top_fraction_recall
+from scoring.metrics_properties import spearman, top_fraction_k, top_fraction_recall
 
 # ---------------------------------------------------------------------------
 # the kind
@@ -234,6 +234,7 @@ class PropertiesKind(Kind):
             errs.add("the file has a header but no cases")
         if errs:
             _raise(errs)
+        _check_recall_k(cases, truth, cfg, errs)
         return Bundle(config=cfg, cases=CaseSet(cases), truth=Truth(values=truth))
 
     # -- submissions --------------------------------------------------------
@@ -556,8 +557,8 @@ class PropertiesKind(Kind):
             "A property whose predictions are all equal scores 0.",
             f"- **Top-{pct} recall** for "
             + (", ".join(f"`{p['name']}`" for p in props if p["recall"]) or "no property")
-            + f": the share of the true top {pct} (best by the property's direction, "
-            f"ceil({cfg['recall_fraction']:g} × n) sequences) that your top {pct} contains. "
+            + f": the share of the true top {pct} (best by the property's direction: the lowest values where "
+            f"lower is better; {_k_text(cfg)} sequences, n the measured ones) that your top {pct} contains. "
             "Sequences tied at the cut share the places left equally, so row order never matters.",
             f"- **Score** = {w['spearman']:g} × mean Spearman + {w['recall']:g} × mean recall.",
             "- A sequence whose property was not measured is left out of that property's metrics.",
@@ -679,11 +680,11 @@ def _split_metrics(T: np.ndarray, P: np.ndarray, props: list[dict[str, Any]],
         for s in range(m):
             spear[s][f"spearman:{p['name']}"] = _num(rho[s])
         if p["recall"]:
-            if t.size >= 1:
-                rec = np.asarray(top_fraction_recall(t, pred, cfg["recall_fraction"], p["higher_is_better"]))
+            if t.size >= 1 and _recall_defined(t.size, cfg):
+                rec = np.asarray(top_fraction_recall(t, pred, cfg["recall_fraction"], p["higher_is_better"], cfg["recall_k"]))
                 rec_sum += rec
                 rec_count += 1
-            else:
+            else:  # nothing measured, or (recall_k floor) fewer than 1 / fraction cases: no top to find
                 rec = np.full(m, np.nan)
             for s in range(m):
                 recs[s][f"recall:{p['name']}"] = _num(rec[s])
@@ -696,6 +697,42 @@ def _split_metrics(T: np.ndarray, P: np.ndarray, props: list[dict[str, Any]],
         score = None if any(wt > 0 and v is None for wt, v in parts) else sum(wt * v for wt, v in parts if wt > 0)
         out.append({"score": score, "spearman": sp, "recall": rc, **spear[s], **recs[s]})
     return out
+
+
+def _k_text(cfg: Mapping[str, Any]) -> str:
+    if cfg["recall_k"] == "floor":
+        return f"int({cfg['recall_fraction']:g} × n)"
+    return f"ceil({cfg['recall_fraction']:g} × n), at least 1"
+
+
+def _recall_defined(n: int, cfg: Mapping[str, Any]) -> bool:
+    """Whether n measured cases have a top: always under ``ceil``; under ``floor`` when int(fraction x n) >= 1."""
+    try:
+        top_fraction_k(n, cfg["recall_fraction"], cfg["recall_k"])
+    except ValueError:
+        return False
+    return True
+
+
+def _check_recall_k(cases: list[Case], truth: Mapping[str, Mapping[str, float | None]], cfg: Mapping[str, Any],
+                    errs: ErrorList) -> None:
+    """Each ranked split must give each recall property a top of at least one case: with ``recall_k: floor``
+    a split with fewer than 1 / fraction measured values would have k = 0. Refused, naming split and property."""
+    for split in RANKED:
+        ids = [c.case_id for c in cases if c.split == split]
+        if not ids:
+            continue
+        for p in cfg["properties"]:
+            if not p["recall"]:
+                continue
+            n = sum(truth[i].get(p["name"]) is not None for i in ids)
+            if n and not _recall_defined(n, cfg):
+                errs.add(f"the {split} split has {n} measured value{'s' if n != 1 else ''} of {p['name']}: with "
+                         f"recall_k 'floor' its top {cfg['recall_fraction']:g} is int({cfg['recall_fraction']:g} x "
+                         f"{n}) = 0 cases, so recall cannot be computed; give the split more cases, or use "
+                         "recall_k 'ceil'", None, p["name"])
+    if errs:
+        _raise(errs)
 
 
 def _count(n: int, noun: str) -> str:

@@ -1,4 +1,8 @@
-"""Load the demo: one benchmark of every kind that has a demo, users and scored baselines."""
+"""Load the demo: one benchmark of every kind that has a demo, users and scored baselines.
+
+The antibody and portfolio benchmarks are real published data (leaderboard/demo/published/: Ginkgo's
+GDPa1 and CapitalBench's official rounds, with their licences); the other kinds' demos are generated.
+"""
 from __future__ import annotations
 
 import datetime as dt
@@ -26,8 +30,8 @@ from leaderboard.core.services.uploads import submission_create
 DEMO_MODULES = ("properties", "impact")
 # Round kinds: a demo module with DemoRound and baselines; rounds are opened, submitted to and scored here.
 ROUND_DEMO_MODULES = ("signals", "ranking")
-# Round kinds whose demo module gives a schedule of rounds by track (portfolio); see _schedule_demo.
-SCHEDULE_DEMO_MODULES = ("portfolio",)
+# Round kinds whose demo module replays published rounds (portfolio); see _published_rounds_demo.
+PUBLISHED_ROUND_DEMO_MODULES = ("portfolio",)
 DEMO_PASSWORD = "demo-password"
 DEMO_USERS = [
     # (username, staff)
@@ -65,14 +69,19 @@ class Command(BaseCommand):
             if Submission.objects.filter(benchmark=benchmark, user=baseline_owner).exists():
                 continue
             baselines = module.baseline_submissions(directory)
+            described = getattr(module, "BASELINES", None)
             for label, data in baselines.items():
+                name, description = f"baseline-{label}", f"Baseline: {label}"
+                if isinstance(described, dict) and label in described:  # published baselines keep their names
+                    name, description = label, f"Published baseline: {described[label]}"
                 entrant, _ = Entrant.objects.get_or_create(
-                    name=f"baseline-{label}", defaults={"owner": baseline_owner,
-                                                        "description": f"Baseline: {label}"})
+                    name=name, defaults={"owner": baseline_owner, "description": description})
                 self._submit(baseline_owner, benchmark, data, entrant.pk)
-            # Alice has a submission of her own, so "My submissions" shows something.
+            # Alice has a submission of her own, so "My submissions" shows something: a model made
+            # from the downloads where the module has one, else the last baseline's file.
             alice = User.objects.get(username="alice")
-            self._submit(alice, benchmark, list(baselines.values())[-1], None)
+            own = getattr(module, "composition_submission", None)
+            self._submit(alice, benchmark, own(directory) if own else list(baselines.values())[-1], None)
             self.stdout.write(f"  baselines scored on {benchmark.slug}")
         for name in ROUND_DEMO_MODULES:
             try:
@@ -80,12 +89,12 @@ class Command(BaseCommand):
             except ModuleNotFoundError:
                 continue
             self._round_demo(module, root / name)
-        for name in SCHEDULE_DEMO_MODULES:
+        for name in PUBLISHED_ROUND_DEMO_MODULES:
             try:
                 module = importlib.import_module(f"leaderboard.demo.{name}")
             except ModuleNotFoundError:
                 continue
-            self._schedule_demo(module, root / name)
+            self._published_rounds_demo(module, root / name)
 
     def _round_demo(self, module, directory) -> None:
         """Resolved rounds (standings), one resolving through daily snapshots, one open round.
@@ -136,44 +145,38 @@ class Command(BaseCommand):
             self.stdout.write(f"  {benchmark.slug}: round {number} "
                               + ("resolving (daily snapshots)" if resolving else "resolved"))
 
-    def _schedule_demo(self, module, directory) -> None:
-        """Rounds from ``module.schedule()``, each with its track: resolved ones scored through their
-        interim snapshots to the final prices, a pending one (closed, interim snapshots only) and an
-        open one. Each model has its own owner (the daily limit is per user); alice takes part in the
-        pending and the open round. Every version is scored here, so the pages are full at start."""
+    def _published_rounds_demo(self, module, directory) -> None:
+        """Published rounds replayed as they happened (``module.rounds()``): each opened with its
+        universe, every published model's portfolio uploaded, closed, its dates set to the real ones,
+        then its interim price snapshots and final prices loaded and scored here, in order, so the
+        pages are full at start. Then one open practice round of our own, where alice has a portfolio.
+        Each model has its own owner (the daily limit is per user)."""
         User = get_user_model()
-        benchmark = self._round_benchmark(module, directory, module.MODELS, "Demo model")
+        benchmark = self._round_benchmark(module, directory, [model for model, _ in module.models()],
+                                          "Published model, its official portfolios")
         if benchmark is None:
             return
-        alice = User.objects.get(username="alice")
-        now = timezone.now()
-        for demo in module.schedule():
-            open_ = demo.state == "open"
-            round_ = round_open(benchmark=benchmark, data=demo.universe_csv(), filename=f"options-round-{demo.number}.csv",
-                                track=demo.track, closes_at=now + dt.timedelta(days=5) if open_ else None)
-            for upload in demo.uploads():
+        for real in module.rounds():
+            round_ = round_open(benchmark=benchmark, data=real.universe_csv(), filename=f"{real.round_id}.csv",
+                                track=real.track)
+            for upload in real.uploads():
                 submission_create(user=User.objects.get(username=upload.model), benchmark=benchmark,
-                                  data=upload.data(), filename="portfolio.json", entrant=upload.model)
-            if demo.state in ("pending", "open"):
-                submission_create(user=alice, benchmark=benchmark, filename="portfolio.json", entrant=None,
-                                  data=json.dumps(module.alice_portfolio()).encode())
-            if open_:
-                self.stdout.write(f"  {benchmark.slug}: round {demo.number} ({demo.track}) open until "
-                                  f"{round_.closes_at:%Y-%m-%d %H:%M} UTC")
-                continue
+                                  data=upload.data(), filename=f"{upload.model}.json", entrant=upload.model)
             round_close(round_=round_)
-            opened = now - dt.timedelta(days=demo.opened_days_ago)
-            closed = opened + dt.timedelta(days=2)
-            Round.objects.filter(pk=round_.pk).update(opens_at=opened, closes_at=closed)
-            for day in demo.interim_days():
-                round_truth_load(round_=round_, data=demo.prices_csv(day), filename=f"prices-day-{day + 1}.csv",
-                                 final=False, as_of=min(closed.date() + dt.timedelta(days=day + 1), now.date()))
-            if demo.state == "resolved":
-                round_truth_load(round_=round_, data=demo.prices_csv(demo.final_day()), filename="prices-final.csv",
-                                 final=True, as_of=min(closed.date() + dt.timedelta(days=demo.final_day() + 1),
-                                                       now.date()))
+            Round.objects.filter(pk=round_.pk).update(opens_at=real.opened_at, closes_at=real.closes_at)
+            Submission.objects.filter(round=round_).update(received_at=real.submitted_at)
+            for day, data in real.snapshots():
+                round_truth_load(round_=round_, data=data, filename=f"prices-{day}.csv", final=False, as_of=day)
+            round_truth_load(round_=round_, data=real.final_csv(), filename=f"prices-{real.exit_date}.csv",
+                             final=True, as_of=real.exit_date)
             self._score_versions(round_)
-            self.stdout.write(f"  {benchmark.slug}: round {demo.number} ({demo.track}) {demo.state}")
+            self.stdout.write(f"  {benchmark.slug}: round {round_.number} ({real.round_id}, {real.track}) resolved")
+        round_ = round_open(benchmark=benchmark, data=module.practice_universe_csv(), filename="practice.csv",
+                            track="weekly", closes_at=timezone.now() + dt.timedelta(days=5))
+        submission_create(user=User.objects.get(username="alice"), benchmark=benchmark, filename="portfolio.json",
+                          entrant=None, data=json.dumps(module.alice_portfolio()).encode())
+        self.stdout.write(f"  {benchmark.slug}: round {round_.number} (practice, weekly) open until "
+                          f"{round_.closes_at:%Y-%m-%d %H:%M} UTC")
 
     @staticmethod
     def _round_benchmark(module, directory, labels, description: str):
