@@ -342,6 +342,12 @@ class RoundInputs:
     benchmark_models: np.ndarray
     truth: RoundTruth
 
+    def take_values(self) -> np.ndarray:
+        """The values, no longer held here: a scorer that takes them can free them when done
+        (the engine keeps no other reference)."""
+        values, self.values = self.values, None
+        return values
+
 
 @dataclass
 class RoundOutcome:

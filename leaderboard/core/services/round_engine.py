@@ -479,9 +479,10 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
     inputs = RoundInputs(universe=universe, keys=[c[0] for c in counted], values=values,
                          meta=[c[3] for c in counted], stakes=stakes,
                          benchmark_models=np.array([c[4] for c in counted], dtype=bool), truth=truth)
+    del values  # the inputs hold the only reference: a scorer that takes it frees it once ranked
     loaded, loaded_cpu = time.perf_counter(), time.process_time()
     outcome = kind.score_round_version(inputs, config)
-    del values, inputs
+    del inputs
     computed, computed_cpu = time.perf_counter(), time.process_time()
 
     ranking = kind.ranking_metric_for(config)
