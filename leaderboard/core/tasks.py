@@ -32,6 +32,14 @@ def score_round_version(*, round_id: int, version: int) -> str | None:
         return round_engine.round_version_score(round_id=round_id, version=version)
 
 
+@shared_task(name="leaderboard.score_round_truth_free", acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True)
+def score_round_truth_free(*, round_id: int) -> str | None:
+    # Idempotent: stored values for the same counted submissions make a redelivery a no-op. Lost
+    # or late, nothing waits on it: a truth version scored first computes these metrics itself.
+    return round_engine.round_truth_free_score(round_id=round_id)
+
+
 @shared_task(name="leaderboard.close_due_rounds", ignore_result=True)
 def close_due_rounds() -> int:
     return round_engine.rounds_close_due()

@@ -262,18 +262,35 @@ class SignalsKind(RoundKind):
             extra_target = pd.Series(truth.values[:, j], index=ids).dropna()
             if len(extra_target):
                 extra_scores[f"corr_{col}"] = score_signals_round(matrix, extra_target, metrics=("corr",)).scores["corr"]
-        result = score_signals_round(matrix, target, metrics=tuple(m for m in SIGNALS_METRICS if m in wanted),
-                                     **kwargs)
+        known = inputs.truth_free or {}
+        given = {name: np.asarray(known[name], dtype=np.float64) for name in self.truth_free_metrics
+                 if name in known and len(known[name]) == n}
+        result = score_signals_round(matrix, target, **kwargs,
+                                     metrics=tuple(m for m in SIGNALS_METRICS if m in wanted and m not in given))
         scores = result.scores
         if result.problems:
             notes.append(f"{len(result.problems)} score(s) were not computed (too little overlap with the target "
                          "or meta model); they show as n/a.")
         out: list[dict[str, float | None]] = []
-        columns = {name: scores[name].to_numpy() for name in scores.columns}
+        columns = {name: (given[name] if name in given else scores[name].to_numpy())
+                   for name in SIGNALS_METRICS if name in wanted}
         columns.update({name: s.to_numpy() for name, s in extra_scores.items()})
         for i in range(n):
             out.append({name: _num(values[i]) for name, values in columns.items()})
         return RoundOutcome(out, notes)
+
+    truth_free_metrics = ("mcwnm", "apcwnm")
+
+    def score_truth_free(self, inputs: RoundInputs, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """MCWNM and APCWNM: every pair of counted submissions, whatever the truth (the round's
+        quadratic part, done once when it closes rather than for each truth version)."""
+        n = len(inputs.keys)
+        if n == 0:
+            return {}
+        matrix = RoundMatrix(inputs.take_values()[:, :, 0], pd.Index(inputs.universe.ids),
+                             pd.Index([str(k) for k in inputs.keys]), owned=True)
+        scores = score_signals_round(matrix, metrics=self.truth_free_metrics).scores
+        return {name: scores[name].to_numpy() for name in self.truth_free_metrics}
 
     # -- the per-id debug table -------------------------------------------------
     def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
