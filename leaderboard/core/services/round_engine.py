@@ -565,7 +565,7 @@ def round_truth_free_score(*, round_id: int) -> str | None:
     if round_ is None or round_.status == Round.Status.OPEN:
         return None
     kind = round_.benchmark.kind_impl
-    if not kind.is_round_kind or not kind.truth_free_metrics:
+    if not getattr(kind, "truth_free_metrics", ()):  # static kinds close rounds too
         return None
     started, started_cpu = time.perf_counter(), time.process_time()
     counted, inputs = _counted_inputs(round_, round_universe(round_, columns=True), None)
@@ -581,7 +581,7 @@ def round_truth_free_score(*, round_id: int) -> str | None:
 
 
 def _enqueue_truth_free_on_commit(round_: Round) -> None:
-    if not round_.benchmark.kind_impl.truth_free_metrics:
+    if not getattr(round_.benchmark.kind_impl, "truth_free_metrics", ()):  # static kinds close rounds too
         return
 
     def send() -> None:

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from scoring.errors import RowError, ValidationFailed
 
-from leaderboard.core.bulk import bulk_insert
+from leaderboard.core.bulk import bulk_insert, bulk_insert_values
 from leaderboard.core.inputs import BadInput, json_strings_check, text_check, text_problem
 from leaderboard.core.models import (
     Benchmark,
@@ -515,9 +515,8 @@ def scores_save(sub: Submission, result, version) -> None:
     sub.case_columns = columns
     if result.cases:
         case_ids = dict(Case.objects.filter(round_id=sub.round_id).values_list("external_id", "id"))
-        bulk_insert(CaseResult, (
-            CaseResult(submission=sub, case_id=case_ids[row["case_id"]], split=row.get("split", "public"),
-                       data=_json_safe(row))
+        bulk_insert_values(CaseResult, ("submission_id", "case_id", "split", "data"), (
+            (sub.pk, case_ids[row["case_id"]], row.get("split", "public"), _json_safe(row))
             for row in result.cases
             if row["case_id"] in case_ids
         ))
