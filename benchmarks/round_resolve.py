@@ -22,7 +22,8 @@ real Celery worker (solo pool, Redis broker):
 * upload latency of a 5,000-id file to an open round: POST to gunicorn (2 workers x
   4 threads) with PostgreSQL and Redis, one client, p50 and p95.
 
-Goals on this 2-core machine: <= 30 s and <= 3 GB; p50 <= 150 ms.
+Goals on this 2-core machine: 20,000 x 5,000 resolved within 30 s and 2 GB (issue 26; the older goal
+for 10,000 was 30 s and 3 GB); upload p50 <= 150 ms.
 """
 from __future__ import annotations
 
