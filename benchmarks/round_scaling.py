@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/leaderboard_round_bench \\
     REDIS_URL=redis://127.0.0.1:6379/9 .venv/bin/python benchmarks/round_scaling.py \\
-        [--sizes 2500,5000,10000,20000] [--ids 5000]
+        [--sizes 2500,5000,10000,20000] [--ids 5000] [--save DIR] [DIR/SIZE.json ...]
 
 Runs ``benchmarks/round_resolve.py --uploads 0`` once per size, each in a fresh scratch
 database (the one named, dropped and created again) with a fresh real worker: the close (the
@@ -15,7 +15,9 @@ moved to the close, or when the close's task was lost).
 
 Goals (issue 26, this 2-core machine): 20,000 x 5,000 within 30 s and 2 GB; exponents of at
 most 1.1 from 2,500 to 50,000 submissions (``--sizes 2500,5000,10000,20000,50000``; the
-50,000 run stores 2 GB of arrays and takes a few minutes to fill). The machine may be shared:
+50,000 run stores 2 GB of arrays and takes a few minutes to fill; ``--save DIR`` keeps each run's
+figures, and giving those files again reports and fits them beside new sizes, e.g.
+``--sizes 50000 DIR/2500.json DIR/5000.json``). The machine may be shared:
 each run prints its load average, and the CPU time moves far less than the wall time.
 """
 from __future__ import annotations
@@ -42,20 +44,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="2500,5000,10000,20000")
     parser.add_argument("--ids", type=int, default=5000)
+    parser.add_argument("--save", help="keep each run's figures as SIZE.json in this folder")
+    parser.add_argument("runs", nargs="*", help="figures of earlier runs (--save) to report and fit with these")
     parser.add_argument("--pairwise-at-resolve", action="store_true",
                         help="the resolve computes MCWNM and APCWNM too (what the close stored is dropped)")
     args = parser.parse_args()
     if "postgres" not in os.environ.get("DATABASE_URL", "") or not os.environ.get("REDIS_URL"):
         sys.exit("set DATABASE_URL (a scratch PostgreSQL database) and REDIS_URL (a scratch Redis database)")
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else []
     print(f"machine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at start")
-    runs = []
+    runs = [json.loads(Path(p).read_text()) for p in args.runs]
     for size in sizes:
         out = Path(tempfile.mkdtemp(prefix="round-scaling-")) / "figures.json"
         subprocess.run([sys.executable, str(HERE / "round_resolve.py"), "--submissions", str(size), "--ids",
                         str(args.ids), "--uploads", "0", "--json", str(out),
                         *(["--pairwise-at-resolve"] if args.pairwise_at_resolve else [])], check=True)
         runs.append(json.loads(out.read_text()))
+        if args.save:
+            Path(args.save).mkdir(parents=True, exist_ok=True)
+            (Path(args.save) / f"{size}.json").write_text(out.read_text())
+    runs.sort(key=lambda r: r["submissions"])
 
     mode = "the resolve computes MCWNM/APCWNM too" if args.pairwise_at_resolve else "MCWNM/APCWNM at the close"
     print(f"\nsignals round, {args.ids:,} ids, real worker (solo pool); {mode}")

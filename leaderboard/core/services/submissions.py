@@ -436,7 +436,9 @@ def submission_score(*, submission_id: int) -> str | None:
     round's leaderboard rows.
     """
     with transaction.atomic():
-        sub = Submission.objects.select_for_update().filter(pk=submission_id).first()
+        # The benchmark and the round come along (neither locked): read below, and again by the refresh.
+        sub = (Submission.objects.select_for_update(of=("self",)).select_related("benchmark", "round__benchmark")
+               .filter(pk=submission_id).first())
         if sub is None:
             log.info("submission %s is gone; nothing to score", submission_id)
             return None
@@ -449,16 +451,16 @@ def submission_score(*, submission_id: int) -> str | None:
     if settings.SCORING_DELAY_SECONDS:
         time.sleep(settings.SCORING_DELAY_SECONDS)
 
-    benchmark = sub.benchmark
+    benchmark, round_ = sub.benchmark, sub.round
     kind = benchmark.kind_impl
     try:
-        version = latest_truth_version(sub.round)
+        version = latest_truth_version(round_)
         if version is None:
             with transaction.atomic():
                 sub = Submission.objects.select_for_update().get(pk=submission_id)
                 submission_set_status(sub, Status.QUEUED, "waiting for truth: the organiser has not loaded it yet")
             return Status.QUEUED
-        cases = round_caseset(sub.round)
+        cases = round_caseset(round_)
         parsed = kind.load_submission(sub.payload)
         result = kind.score(parsed, cases=cases, truth=truth_for(version), config=benchmark.config)
     except ValidationFailed as exc:
@@ -492,7 +494,7 @@ def submission_score(*, submission_id: int) -> str | None:
         submission_set_status(sub, Status.SCORED, f"scored against truth version {version.version}"
                               + ("" if version.is_final else " (interim: provisional)"),
                               truth_version=version, errors=[], case_columns=sub.case_columns)
-        leaderboard_refresh_entrant(sub.round, sub.entrant_id)
+        leaderboard_refresh_entrant(round_, sub.entrant_id)
     return Status.SCORED
 
 
