@@ -101,6 +101,7 @@ $(RUNTIME_VENV)/.installed: pyproject.toml scoring/pyproject.toml requirements.l
 runtime-check: $(RUNTIME_VENV)/.installed
 	$(RUNTIME_VENV)/bin/python .ci/runtime_check.py
 
+# The scripts that use DATABASE_URL drop and create the database it names: give them scratch ones.
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/score_round.py
 	$(PY) benchmarks/ranking_round.py
@@ -108,6 +109,9 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/deid_recall.py
 	$(PY) benchmarks/latency.py
 	$(PY) benchmarks/latency.py --uploads 20
+	$(PY) benchmarks/static_scoring.py
+	@if [ -n "$$DATABASE_URL" ] && [ -n "$$REDIS_URL" ]; then $(PY) benchmarks/round_scaling.py; \
+	else echo "benchmarks/round_scaling.py skipped: it needs DATABASE_URL (PostgreSQL) and REDIS_URL"; fi
 
 clean-data:
 	rm -rf data/

@@ -23,6 +23,7 @@ constant column in one submission never changes another's score.
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -388,13 +389,18 @@ class RoundMatrix:
         *,
         chunk_size: int | None = None,
         workers: int | None = None,
+        owned: bool = False,
     ):
+        """``values``: (submissions, ids), one submission per row. ``owned``: nobody else holds
+        ``values``, so the matrix drops them once it has ranked them (``release``): a round's
+        float64 matrix is the largest thing scoring holds, and nothing reads it after ranking."""
         self.values = np.ascontiguousarray(values, dtype=np.float64)  # (submissions, ids)
         self.shape = self.values.shape
         self.ids = ids
         self.names = names
         self.chunk_size = max(1, chunk_size or DEFAULT_CHUNK_SIZE)
         self.workers = max(1, workers or _default_workers())
+        self.owned = owned
         self._ranks: dict[bytes | None, Ranks] = {}
 
     @classmethod
@@ -435,28 +441,52 @@ class RoundMatrix:
 
     def ranks(self, rows: np.ndarray | None = None) -> Ranks:
         """Tie-kept ranks of every submission over ``rows`` (bool mask; None = all ids)."""
-        if rows is not None and rows.all():
-            rows = None
-        key = None if rows is None else rows.tobytes()
+        key = self._rows_key(rows)
         if key not in self._ranks:
-            if self.values is None:
-                raise ValueError("this matrix is known by its ranks over one set of rows only")
-            m, n = self.values.shape
-            codes = np.empty((m, n), dtype=np.int32)
-            counts = np.empty(m, dtype=np.int64)
-            constant = np.empty(m, dtype=bool)
-
-            def work(chunk: slice) -> None:
-                block = self.values[chunk]
-                if rows is not None:
-                    block = np.where(rows, block, np.nan)
-                codes[chunk], counts[chunk], constant[chunk] = rank_codes(block)
-
-            slices = [slice(i, min(i + self.chunk_size, m)) for i in range(0, m, self.chunk_size)]
-            for _ in self.map(work, slices):
-                pass
-            self._ranks[key] = Ranks(codes, counts, constant, np.ones(n, bool) if rows is None else rows)
+            self.rank_all([rows])
         return self._ranks[key]
+
+    @staticmethod
+    def _rows_key(rows: np.ndarray | None) -> bytes | None:
+        return None if rows is None or rows.all() else rows.tobytes()
+
+    def rank_all(self, row_sets: Iterable[np.ndarray | None]) -> None:
+        """Rank every submission over each of ``row_sets`` (bool masks; None = all ids) not ranked
+        yet, in one pass over the values: each chunk of submissions is read once for all sets.
+
+        Codes are int16 when the ids allow it (``first + last`` sorted position < 2**15), half
+        the memory of int32."""
+        wanted: dict[bytes | None, np.ndarray | None] = {}
+        for rows in row_sets:
+            key = self._rows_key(rows)
+            if key not in self._ranks:
+                wanted[key] = None if key is None else rows
+        if not wanted:
+            return
+        if self.values is None:
+            raise ValueError("this matrix has dropped its values; it was ranked over other rows only")
+        m, n = self.values.shape
+        code_type = np.int16 if 2 * n < np.iinfo(np.int16).max else np.int32
+        made = {key: (np.empty((m, n), dtype=code_type), np.empty(m, dtype=np.int64), np.empty(m, dtype=bool))
+                for key in wanted}
+
+        def work(chunk: slice) -> None:
+            block = self.values[chunk]
+            for key, rows in wanted.items():
+                codes, counts, constant = made[key]
+                codes[chunk], counts[chunk], constant[chunk] = rank_codes(
+                    block if rows is None else np.where(rows, block, np.nan))
+
+        slices = [slice(i, min(i + self.chunk_size, m)) for i in range(0, m, self.chunk_size)]
+        for _ in self.map(work, slices):
+            pass
+        for key, rows in wanted.items():
+            self._ranks[key] = Ranks(*made[key], np.ones(n, bool) if rows is None else rows)
+
+    def release(self) -> None:
+        """Drop the values if the matrix owns them: only the ranks made so far stay usable."""
+        if self.owned:
+            self.values = None  # type: ignore[assignment]  # released: only the ranks are read from here on
 
     def valid_counts(self, rows: np.ndarray) -> np.ndarray:
         """Per submission, how many of ``rows`` (bool mask) carry a value."""
@@ -757,6 +787,11 @@ def _rounding_runs(values: np.ndarray, tolerance: np.ndarray) -> _Runs:
     return _Runs(order, ordered, sorted_codes, tied, boundary)
 
 
+def _feature_rows(matrix: RoundMatrix, features: pd.DataFrame) -> np.ndarray:
+    """The ids FNC ranks over: those with every feature."""
+    return ~np.isnan(features.reindex(matrix.ids).to_numpy(dtype=np.float64)).any(axis=1)
+
+
 def _feature_neutral_corr(
     matrix: RoundMatrix, features: pd.DataFrame, target: pd.Series, ratio: float
 ) -> tuple[np.ndarray, dict[tuple[int, str], str]]:
@@ -776,8 +811,7 @@ def _feature_neutral_corr(
     fnc = np.full(m, np.nan)
     problems: dict[tuple[int, str], str] = {}
     feature_values = features.reindex(matrix.ids).to_numpy(dtype=np.float64)
-    has_features = ~np.isnan(feature_values).any(axis=1)
-    ranks = matrix.ranks(has_features)
+    ranks = matrix.ranks(_feature_rows(matrix, features))
     step = max(matrix.chunk_size, 256)
     for ids, cols in ranks.groups():
         row_ids = np.flatnonzero(ranks.rows) if ids is None else ids
@@ -835,74 +869,158 @@ def _feature_neutral_corr(
 # --------------------------------------------------------------------------
 # Pairwise correlation between submissions (MCWNM, APCWNM)
 # --------------------------------------------------------------------------
-PAIRWISE_BLOCK = 1024
-# Single precision finds each submission's nearest others; a unit-vector dot product in
-# float32 is off by far less than this, so the true maximum is always among the
-# candidates within it of the float32 maximum, which are then recomputed in float64.
-_SCREEN_MARGIN = 2e-4
+# Rows per side of one tile of the pairwise products: a 1024 x 1024 float32 tile (4 MB) is one
+# BLAS call at full speed, and the tiles in flight stay a few MB whatever the round's size.
+PAIRWISE_TILE = 1024
 
 
-def _symmetric_max_mean(unit: np.ndarray, single: np.ndarray | None = None,
-                        map_: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] = map,
-                        ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``unit`` (unit-norm centred rows; NaN rows for constant submissions), the max
-    and mean of its dot products with every other row, NaN pairs left out. Exact in float64.
+def screen_margin(n: int) -> float:
+    """How far apart, at most, a row's float32 screening products and its float64 values can put
+    the true maximum and the float32 maximum (unit rows of ``n`` values).
 
-    The mean needs no pairs: sum of dots with the others = row . (sum of all rows) - 1.
-    The max needs them all: the correlation matrix is symmetric, so each block of rows is
-    multiplied only with the rows from itself on, in float32 (twice BLAS' float64 speed),
-    and the few candidates within ``_SCREEN_MARGIN`` of each row's float32 maximum are
-    recomputed in float64. ``single``: ``unit`` in float32 with NaN rows as zeros, when the
-    caller has it already. ``map_`` runs the blocks (in order), e.g. on a thread pool: each
-    block is one BLAS call, so blocks in parallel need no threads inside BLAS.
+    A float32 product of two float64 unit rows is off the exact dot product by at most
+    ``(n + 2) * 2**-24`` (rounding each value to float32, then any order of float32 sums:
+    Higham's gamma_n); the float64 value is off by at most ``n * 2**-53``. Call the sum e:
+    the pair with the largest float64 value then has a float32 product at least the float32
+    maximum minus 2e, so keeping every pair within 2e of it (plus a float32 step for the
+    threshold's own rounding) never drops the true maximum.
     """
-    m = unit.shape[0]
-    live = ~np.isnan(unit).any(axis=1)
-    others = live.sum() - 1
-    total = np.add.reduce(unit, axis=0, where=live[:, None], initial=0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = (unit @ total - np.einsum("ij,ij->i", unit, unit)) / others
-    mean[~live] = np.nan
-    if others < 1:
-        return np.full(m, np.nan), np.full(m, np.nan)
+    e32 = (n + 2) * 2.0**-24 / (1 - (n + 2) * 2.0**-24)
+    e64 = n * 2.0**-53 / (1 - n * 2.0**-53)
+    return 2 * (e32 + e64) * 1.001 + 2.0**-22
 
-    if single is None:
-        single = np.where(live[:, None], unit, 0.0).astype(np.float32)
 
-    def products(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        stop = min(start + PAIRWISE_BLOCK, m)
-        block = single[start:stop] @ single[start:].T
-        size = stop - start
-        block[np.arange(size), np.arange(size)] = -np.inf  # not with itself
-        block[:, ~live[start:]] = -np.inf
-        return block, block.max(axis=1), block[:, size:].max(axis=0)
+@dataclass
+class PairScreen:
+    """The pairs (``a`` < ``b``, float32 product ``product``) that may hold a row's maximum."""
 
-    starts = list(range(0, m, PAIRWISE_BLOCK))
+    a: np.ndarray
+    b: np.ndarray
+    product: np.ndarray
+    best32: np.ndarray  # per row, its float32 maximum (inf for dead rows)
+    margin: float
+
+    def for_row(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which kept pairs are candidates for ``a``'s maximum, and which for ``b``'s."""
+        return (self.product >= self.best32[self.a] - self.margin,
+                self.product >= self.best32[self.b] - self.margin)
+
+
+def pair_screen(single: np.ndarray, live: np.ndarray, *, tile: int = PAIRWISE_TILE,
+                map_: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] = map) -> PairScreen:
+    """Every pair of rows of ``single`` (float32 unit rows, zeros where not ``live``) whose float32
+    product may be its row's maximum over the other live rows, in one pass over tiles.
+
+    The products are symmetric, so only tiles on and above the diagonal are multiplied (in the
+    diagonal tiles, only the pairs above it). Each tile updates the running float32 maximum of
+    its rows and of its columns, and keeps the pairs within ``screen_margin`` of it: the
+    running maximum never exceeds the final one, so what the final threshold keeps is among
+    them, and nothing but these few pairs outlives its tile (memory linear in the rows).
+    """
+    m, n = single.shape
+    margin = screen_margin(n)
     best32 = np.full(m, -np.inf, dtype=np.float32)
-    blocks = []
-    for start, (block, row_max, later_max) in zip(starts, map_(products, starts)):
-        stop = start + block.shape[0]
-        best32[start:stop] = np.maximum(best32[start:stop], row_max)
-        best32[stop:] = np.maximum(best32[stop:], later_max)
-        blocks.append(block)
-    # Second pass: the candidates of each row, recomputed exactly (a constant row has none).
-    best32[~live] = np.inf
+    best32[~live] = np.inf  # a dead row has no maximum and keeps no candidate
+    dead = ~live
+    lock = threading.Lock()
+    starts = range(0, m, tile)
+    tiles = [(a, b) for a in starts for b in starts if b >= a]
 
-    def candidates(i: int) -> tuple[np.ndarray, np.ndarray]:
-        start, block = starts[i], blocks[i]
-        stop = start + block.shape[0]
-        rows, cols = np.nonzero(block >= (best32[start:stop, None] - _SCREEN_MARGIN))
-        parts_a, parts_b = [rows + start], [cols + start]
-        if stop < m:  # the same products, seen from the later rows (compared without transposing)
-            cols, later = np.nonzero(block[:, block.shape[0]:] >= (best32[None, stop:] - _SCREEN_MARGIN))
-            parts_a.append(later + stop)
-            parts_b.append(cols + start)
-        a, b = np.concatenate(parts_a), np.concatenate(parts_b)
-        return a, np.einsum("ij,ij->i", unit[a], unit[b])
+    def work(ab: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        a, b = ab
+        rows, cols = slice(a, min(a + tile, m)), slice(b, min(b + tile, m))
+        products = single[rows] @ single[cols].T
+        if a == b:  # each pair once, never a row with itself
+            products[np.tril_indices(products.shape[0])] = -np.inf
+        if dead[cols].any():
+            products[:, dead[cols]] = -np.inf
+        if dead[rows].any():
+            products[dead[rows]] = -np.inf
+        row_max, col_max = products.max(axis=1), products.max(axis=0)
+        with lock:
+            np.maximum(best32[rows], row_max, out=best32[rows])
+            np.maximum(best32[cols], col_max, out=best32[cols])
+            # never below the lowest float32: the masked (-inf) products are never kept
+            row_floor = np.maximum(best32[rows] - margin, np.finfo(np.float32).min)
+            col_floor = np.maximum(best32[cols] - margin, np.finfo(np.float32).min)
+        i, j = np.nonzero((products >= row_floor[:, None]) | (products >= col_floor[None, :]))
+        return (i + a).astype(np.int32), (j + b).astype(np.int32), products[i, j]
 
+    found = list(map_(work, tiles))
+    a = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.int32)
+    b = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.int32)
+    product = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
+    screen = PairScreen(a, b, product, best32, margin)
+    for_a, for_b = screen.for_row()
+    keep = for_a | for_b
+    return PairScreen(a[keep], b[keep], product[keep], best32, margin)
+
+
+def _unit_gaussian_rows(ranks: Ranks, cols: np.ndarray) -> np.ndarray:
+    """Centred, unit-norm gaussianized ranks of ``cols`` (float64; NaN rows for constant ones)."""
+    block = ranks.lookup(cols, gaussian_table)
+    block -= block.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        block /= np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
+    block[ranks.constant[cols]] = np.nan
+    return block
+
+
+def screened_max_mean(unit_rows: Callable[[np.ndarray], np.ndarray], m: int, n: int, live: np.ndarray, *,
+                      chunk_size: int = DEFAULT_CHUNK_SIZE, tile: int = PAIRWISE_TILE,
+                      map_: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] = map,
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the max and mean of its dot products with every other live row, exact in float64.
+
+    ``unit_rows(cols)`` gives rows ``cols`` (ascending) as float64 unit-norm rows, NaN rows
+    where not ``live``; it is called chunk by chunk, so no float64 copy of the whole matrix
+    exists. The mean needs no pairs: the sum of a row's dots with the others is
+    ``row . (sum of the live rows) - row . row``. The max comes from ``pair_screen`` over a
+    float32 copy (half the memory and twice BLAS' speed of float64), and only its candidate
+    pairs are computed in float64. ``map_`` runs chunks and tiles in order (a thread pool:
+    each tile is one BLAS call).
+    """
+    live_count = int(live.sum())
+    if live_count < 2:
+        return np.full(m, np.nan), np.full(m, np.nan)
+    every = np.arange(m)
+    chunks = [every[i : i + chunk_size] for i in range(0, m, chunk_size)]
+    single = np.empty((m, n), dtype=np.float32)
+    total = np.zeros(n)
+
+    def fill(chunk: np.ndarray) -> np.ndarray:
+        block = unit_rows(chunk)
+        single[chunk[0] : chunk[-1] + 1] = np.where(live[chunk, None], block, 0.0)  # noqa: F821 -- filled before the del below
+        return block[live[chunk]]
+
+    for block in map_(fill, chunks):  # summed in row order, one row after another
+        total = np.add.reduce(np.vstack([total[None, :], block]), axis=0)
+
+    screen = pair_screen(single, live, tile=tile, map_=map_)
+    del single
+    for_a, for_b = screen.for_row()
+    order = np.argsort(screen.a, kind="stable")
+    pair_a, pair_b = screen.a[order], screen.b[order]
+    bounds = np.searchsorted(pair_a, [int(c[0]) for c in chunks] + [m])
+
+    def exact(i: int) -> tuple[np.ndarray, np.ndarray]:
+        chunk = chunks[i]
+        block = unit_rows(chunk)
+        with np.errstate(invalid="ignore"):
+            mean = (block @ total - np.einsum("ij,ij->i", block, block)) / (live_count - 1)
+        a, b = pair_a[bounds[i] : bounds[i + 1]], pair_b[bounds[i] : bounds[i + 1]]
+        others, at = np.unique(b, return_inverse=True)
+        values = np.einsum("ij,ij->i", block[a - chunk[0]], unit_rows(others)[at]) if len(a) else np.empty(0)
+        return mean, values
+
+    parts = list(map_(exact, range(len(chunks))))
+    mean = np.concatenate([p[0] for p in parts])
+    mean[~live] = np.nan
+    values = np.empty(len(order))
+    values[order] = np.concatenate([p[1] for p in parts])
     best = np.full(m, -np.inf)
-    for a, exact in map_(candidates, range(len(blocks))):
-        np.maximum.at(best, a, exact)
+    np.maximum.at(best, screen.a[for_a], values[for_a])
+    np.maximum.at(best, screen.b[for_b], values[for_b])
     best[~live] = np.nan
     return best, mean
 
@@ -913,26 +1031,8 @@ def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
     ranks = matrix.ranks()
     every = np.arange(matrix.shape[0])
     if (ranks.counts == matrix.n_ids).all():  # every submission predicts every id
-        # Unit-norm centred gaussianized ranks, in float64 and (for the screen) float32, built
-        # chunk by chunk on the thread pool: no full-size temporaries.
-        unit = np.empty(matrix.shape)
-        single = np.empty(matrix.shape, dtype=np.float32)
-
-        def fill(chunk: np.ndarray) -> None:
-            rows = slice(int(chunk[0]), int(chunk[-1]) + 1)
-            block = ranks.lookup(chunk, gaussian_table)
-            block -= block.mean(axis=1, keepdims=True)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                block /= np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
-            constant = ranks.constant[rows]
-            block[constant] = 0.0
-            single[rows] = block
-            block[constant] = np.nan
-            unit[rows] = block
-
-        for _ in matrix.map(fill, matrix.chunks(every)):
-            pass
-        return _symmetric_max_mean(unit, single, matrix.map)
+        return screened_max_mean(lambda cols: _unit_gaussian_rows(ranks, cols), matrix.shape[0], matrix.n_ids,
+                                 ~ranks.constant, chunk_size=matrix.chunk_size, map_=matrix.map)
 
     gauss = np.vstack([ranks.lookup(chunk, gaussian_table) for chunk in matrix.chunks(every)])
     valid = ranks.codes >= 0
@@ -1039,9 +1139,16 @@ def score_signals_round(
 
     ``metrics`` picks from corr, mmc, bmc, fnc, cwmm, mcwnm, apcwnm; by default every
     metric the inputs allow.
+
+    ``predictions`` may also be a ``RoundMatrix`` built by the caller from validated values
+    (finite, ids unique); one that owns its values drops them once they are ranked over every
+    set of rows this call needs.
     """
-    frame = as_frame(predictions)
-    matrix = RoundMatrix.from_frame(frame, chunk_size=chunk_size, workers=workers)
+    if isinstance(predictions, RoundMatrix):
+        matrix = predictions
+    else:
+        matrix = RoundMatrix.from_frame(as_frame(predictions), chunk_size=chunk_size, workers=workers)
+    ids, names = matrix.ids, matrix.names
     if not 0 <= max_filtered_ratio < 1:
         raise ValueError("max_filtered_ratio must be in [0, 1)")
     if meta_model is not None and stakes is not None:
@@ -1049,16 +1156,16 @@ def score_signals_round(
     if benchmark_meta_model is not None and benchmark_stakes is not None:
         raise ValueError("give either benchmark_meta_model or benchmark_stakes, not both")
 
-    target_s = None if target is None else as_series(target, what="target", like=frame.index)
-    fnc_target_s = target_s if fnc_target is None else as_series(fnc_target, what="fnc_target", like=frame.index)
+    target_s = None if target is None else as_series(target, what="target", like=ids)
+    fnc_target_s = target_s if fnc_target is None else as_series(fnc_target, what="fnc_target", like=ids)
     available = {
         "corr": target_s is not None,
         "mmc": target_s is not None and (meta_model is not None or stakes is not None),
         "bmc": target_s is not None and (benchmark_meta_model is not None or benchmark_stakes is not None),
         "fnc": fnc_target_s is not None and features is not None,
         "cwmm": meta_model is not None or stakes is not None,
-        "mcwnm": frame.shape[1] > 1,
-        "apcwnm": frame.shape[1] > 1,
+        "mcwnm": len(names) > 1,
+        "apcwnm": len(names) > 1,
     }
     if metrics is None:
         wanted = [name for name in SIGNALS_METRICS if available[name]]
@@ -1073,7 +1180,7 @@ def score_signals_round(
 
     def meta(given: Any, stakes_: Any, what: str) -> pd.Series | None:
         if given is not None:
-            return as_series(given, what=what, like=frame.index)
+            return as_series(given, what=what, like=ids)
         if stakes_ is not None:
             return stake_weighted_mean(matrix, stakes_, what.replace("meta model", "stakes"))
         return None
@@ -1092,19 +1199,28 @@ def score_signals_round(
             families.append(_ContributionFamily("bmc", matrix, bmm, target_s, ratio=ratio, what="the benchmark meta model"))
         if "cwmm" in wanted:
             families.append(_CorrFamily("cwmm", matrix.ids, mm, power_target=False, ratio=ratio, what="the meta model"))
+        feature_frame = _features(features) if "fnc" in wanted else None
+        # Every set of rows anything below ranks over, ranked in one pass; then the values can go.
+        row_sets = [f.rows for f in families]
+        if feature_frame is not None:
+            row_sets.append(_feature_rows(matrix, feature_frame))
+        if {"mcwnm", "apcwnm"} & set(wanted):
+            row_sets.append(None)  # type: ignore[arg-type]  # None: every id
+        matrix.rank_all(row_sets)
+        matrix.release()
         results, problems = _score_families(matrix, families)
 
-        if "fnc" in wanted:
-            results["fnc"], fnc_problems = _feature_neutral_corr(matrix, _features(features), fnc_target_s, ratio)
+        if feature_frame is not None:
+            results["fnc"], fnc_problems = _feature_neutral_corr(matrix, feature_frame, fnc_target_s, ratio)
             problems.update(fnc_problems)
         if {"mcwnm", "apcwnm"} & set(wanted):
-            if frame.shape[1] > 1:
+            if len(names) > 1:
                 results["mcwnm"], results["apcwnm"] = _pairwise_corr_stats(matrix)
             else:
                 results["mcwnm"] = results["apcwnm"] = np.full(1, np.nan)
 
-    scores = pd.DataFrame({name: results[name] for name in wanted}, index=frame.columns)
-    named = {(frame.columns[col], metric): why for (col, metric), why in sorted(problems.items(), key=lambda p: (p[0][0], p[0][1]))}
+    scores = pd.DataFrame({name: results[name] for name in wanted}, index=names)
+    named = {(names[col], metric): why for (col, metric), why in sorted(problems.items(), key=lambda p: (p[0][0], p[0][1]))}
     return RoundScores(scores, named)
 
 

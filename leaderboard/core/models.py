@@ -382,6 +382,23 @@ class RoundScore(models.Model):
         ]
 
 
+class RoundTruthFreeScores(models.Model):
+    """Round kinds: the metrics no truth changes (``RoundKind.truth_free_metrics``; signals: the
+    pairwise MCWNM and APCWNM) of a round's counted submissions, computed once when it closes and
+    read by every truth version's scoring instead of computing them again.
+
+    ``data``: float64 bytes, (counted submissions in id order) x ``metrics``; ``key``: the SHA-256
+    of those submissions' ids, so values computed from another set are never used.
+    """
+
+    round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="truth_free_scores",
+                                 primary_key=True)
+    key = models.CharField(max_length=64)
+    metrics = models.JSONField(default=list)
+    data = models.BinaryField()
+    computed_at = models.DateTimeField(default=timezone.now)
+
+
 class CaseResult(models.Model):
     """One row of a submission's per-case debug table."""
 

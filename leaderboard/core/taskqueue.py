@@ -12,6 +12,7 @@ from celery import current_app
 
 SCORE_SUBMISSION = "leaderboard.score_submission"
 SCORE_ROUND_VERSION = "leaderboard.score_round_version"
+SCORE_ROUND_TRUTH_FREE = "leaderboard.score_round_truth_free"
 SWEEP_STUCK_SUBMISSIONS = "leaderboard.sweep_stuck_submissions"
 CLOSE_DUE_ROUNDS = "leaderboard.close_due_rounds"
 SWEEP_ROUND_VERSIONS = "leaderboard.sweep_round_versions"

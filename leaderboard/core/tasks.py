@@ -12,6 +12,7 @@ from leaderboard.core.heartbeat import heartbeat
 from leaderboard.core.services import round_engine, submissions
 from leaderboard.core.taskqueue import (
     CLOSE_DUE_ROUNDS,
+    SCORE_ROUND_TRUTH_FREE,
     SCORE_ROUND_VERSION,
     SCORE_SUBMISSION,
     SWEEP_ROUND_VERSIONS,
@@ -41,6 +42,14 @@ def score_round_version(*, round_id: int, version: int) -> str | None:
     with heartbeat(lambda: round_engine.round_version_heartbeat(round_id=round_id, version=version),
                    every=settings.SCORING_HEARTBEAT_SECONDS):
         return round_engine.round_version_score(round_id=round_id, version=version)
+
+
+@shared_task(name=SCORE_ROUND_TRUTH_FREE, acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True)
+def score_round_truth_free(*, round_id: int) -> str | None:
+    # Idempotent: stored values for the same counted submissions make a redelivery a no-op. Lost
+    # or late, nothing waits on it: a truth version scored first computes these metrics itself.
+    return round_engine.round_truth_free_score(round_id=round_id)
 
 
 @shared_task(name=CLOSE_DUE_ROUNDS, ignore_result=True)

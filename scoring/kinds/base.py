@@ -343,7 +343,17 @@ class RoundInputs:
     meta: list[dict[str, Any]]
     stakes: np.ndarray | None
     benchmark_models: np.ndarray
-    truth: RoundTruth
+    truth: RoundTruth | None  # None for ``score_truth_free`` (computed when the round closes, before any truth)
+    # The kind's ``truth_free_metrics`` per submission (in the order of ``keys``) when known
+    # already: the scorer uses them instead of computing them again.
+    truth_free: dict[str, np.ndarray] | None = None
+
+    def take_values(self) -> np.ndarray:
+        """The values, no longer held here: a scorer that takes them can free them when done
+        (the engine keeps no other reference)."""
+        values = self.values
+        self.values = None  # type: ignore[assignment]  # taken: nothing reads it after the scorer has it
+        return values
 
 
 @dataclass
@@ -412,6 +422,10 @@ class RoundKind(Kind):
     ranks_provisional: ClassVar[bool] = True
     # Does the kind publish comparison sets per track (a standings document "comparison_sets")?
     has_comparison_sets: ClassVar[bool] = False
+    # Metrics that depend on the round's counted submissions alone, never on its truth (signals:
+    # the pairwise MCWNM, APCWNM). The engine computes them once when the round closes
+    # (``score_truth_free``) and hands them to every truth version's scorer (``RoundInputs.truth_free``).
+    truth_free_metrics: ClassVar[tuple[str, ...]] = ()
 
     # -- bundles: a round benchmark's bundle is benchmark.json alone --------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
@@ -476,6 +490,10 @@ class RoundKind(Kind):
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
         """Score every counted submission of a round against one truth version, vectorised."""
         raise NotImplementedError
+
+    def score_truth_free(self, inputs: RoundInputs, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """``truth_free_metrics`` of every counted submission (``inputs.truth`` is None)."""
+        return {}
 
     def round_case_rows(self, values: np.ndarray, *, universe: Universe, truth: RoundTruth,
                         config: Mapping[str, Any]) -> list[dict[str, Any]]:

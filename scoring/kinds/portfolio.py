@@ -452,6 +452,7 @@ class PortfolioKind(RoundKind):
         """Every option is scored, the S&P 500 too (it is allocatable and may be the oracle); its return
         is also ``sp500_return``. Cash is an option priced 1 at start and end."""
         universe, truth = inputs.universe, inputs.truth
+        assert truth is not None, "a truth version is scored with its truth"
         start = np.asarray(universe.columns[START], dtype=np.float64)
         end = truth.column(END)
         index = universe.index[self.validate_config(config)["benchmark_option"]]

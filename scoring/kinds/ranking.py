@@ -272,6 +272,7 @@ class RankingKind(RoundKind):
         if m == 0:
             return RoundOutcome([], ["No counted submissions."])
         truth = inputs.truth
+        assert truth is not None, "a truth version is scored with its truth"
         targets = np.column_stack([truth.column(f"target_{h}") for h in horizons])
         result = score_ranking_horizons(inputs.values, targets, horizons=horizons, k=k, weights=cfg["weights"])
         notes: list[str] = []

@@ -19,7 +19,7 @@ from leaderboard.core.api.auth import token_create
 from leaderboard.core.models import Submission, TruthVersion
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv
 from tests.support.server import start_gunicorn
 from tests.support.signals import SignalsRound, signals_benchmark

@@ -5,7 +5,7 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from leaderboard.core.bulk import bulk_insert
+from leaderboard.core.bulk import bulk_insert, bulk_insert_values
 from leaderboard.core.models import Entrant
 
 
@@ -32,3 +32,19 @@ def test_bulk_insert_raises_djangos_integrity_error_and_writes_nothing(users):
     with pytest.raises(IntegrityError), transaction.atomic():
         bulk_insert(Entrant, [Entrant(owner=owner, name="fresh"), Entrant(owner=owner, name="taken")])
     assert not Entrant.objects.filter(name="fresh").exists()
+
+
+def test_bulk_insert_values_stores_the_given_columns_and_defaults_for_the_rest(users):
+    owner = users["owner"]
+    before = timezone.now()
+    names = [f"v-{i:03d}" for i in range(120)] + ["quote ' and \" and \\N"]
+    written = bulk_insert_values(Entrant, ("owner_id", "name", "is_benchmark_model"),
+                                 ((owner.pk, n, i % 3 == 0) for i, n in enumerate(names)))
+    assert written == len(names)
+    stored = {e.name: e for e in Entrant.objects.filter(owner=owner)}
+    assert set(stored) == set(names)
+    for i, name in enumerate(names):
+        assert stored[name].is_benchmark_model == (i % 3 == 0)
+        assert stored[name].description == ""  # the field's default
+        assert stored[name].created_at >= before
+    assert bulk_insert_values(Entrant, ("owner_id", "name"), []) == 0

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from leaderboard.core.models import Submission
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from leaderboard.logconfig import request_id_var
 from tests.conftest import MINI_ROWS, submission_csv
 from tests.support.server import start_gunicorn

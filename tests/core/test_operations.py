@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from leaderboard.core.models import Submission, WorkerHeartbeat
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, round_version_score
-from leaderboard.core.services.submissions import submission_create
+from leaderboard.core.services.uploads import submission_create
 from leaderboard.logconfig import JsonFormatter, PlainFormatter, RepeatedTracebackFilter
 from tests.conftest import MINI_ROWS, submission_csv
 from tests.support.server import free_port, start_gunicorn

@@ -282,3 +282,49 @@ def test_extra_target_columns_give_extra_correlations(tmp_path, users):
     row = selectors.leaderboard_rows(bench, round_=round_)[0]
     assert row.score == max(RoundScore.objects.filter(truth_version=tv).values_list("metrics__corr_target_60",
                                                                                       flat=True))
+
+
+def test_closing_computes_the_pairwise_metrics_once_and_every_version_reads_them(
+        bench, users, django_capture_on_commit_callbacks):
+    """MCWNM and APCWNM depend on the counted submissions alone: the close computes them (a task on
+    commit), each truth version's scoring reads them, and values stored for another set of
+    submissions are never used."""
+    from leaderboard.core.models import RoundTruthFreeScores
+
+    gen = SignalsRound(120, seed=14)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    spec = (("owner", 0.8, 40), ("member", 0.5, 41), ("outsider", 0.0, 42))
+    subs = {u: upload(users[u], bench, gen.submission_csv(gen.predictions(s, seed))) for u, s, seed in spec}
+    with django_capture_on_commit_callbacks(execute=True):  # eager tasks in tests: the task runs at once
+        round_close(round_=round_)
+    stored = RoundTruthFreeScores.objects.get(round=round_)
+    assert stored.metrics == ["mcwnm", "apcwnm"]
+
+    ranked = ref.gaussian(ref.tie_kept_rank(pd.DataFrame(
+        {u: gen.predictions(s, seed) for u, s, seed in spec}, index=gen.ids)))
+    corr = ranked.corr().to_numpy().copy()
+    np.fill_diagonal(corr, np.nan)
+    want = {u: (np.nanmax(corr[i]), np.nanmean(corr[i])) for i, u in enumerate(ranked.columns)}
+    values = np.frombuffer(bytes(stored.data)).reshape(3, 2)  # submissions in id order
+    for i, user in enumerate(sorted(subs, key=lambda u: subs[u].pk)):
+        assert values[i] == pytest.approx(want[user], abs=1e-12)
+
+    # What the version's scoring shows is what was stored: mark the stored values to see them come through.
+    marked = values.copy()
+    marked[:, 0] = [0.11, 0.22, 0.33]
+    RoundTruthFreeScores.objects.filter(round=round_).update(data=marked.tobytes())
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1, 1)), filename="t1.csv", final=False,
+                     as_of=dt.date(2026, 1, 5))
+    v1 = score_latest(round_)
+    by_id = sorted(subs.values(), key=lambda s: s.pk)
+    assert [RoundScore.objects.get(submission=s, truth_version=v1).metrics["mcwnm"] for s in by_id] == [0.11, 0.22, 0.33]
+
+    # Values stored for another set of counted submissions are ignored, computed again and replaced.
+    RoundTruthFreeScores.objects.filter(round=round_).update(key="0" * 64)
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1, 2)), filename="t2.csv", final=True)
+    v2 = score_latest(round_)
+    for user, sub in subs.items():
+        got = RoundScore.objects.get(submission=sub, truth_version=v2).metrics
+        assert (got["mcwnm"], got["apcwnm"]) == pytest.approx(want[user], abs=1e-12)
+    assert np.array_equal(np.frombuffer(bytes(RoundTruthFreeScores.objects.get(round=round_).data)).reshape(3, 2),
+                          values)

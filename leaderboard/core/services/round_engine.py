@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
-from scoring.kinds.base import RoundInputs, RoundResult
+from scoring.kinds.base import RoundInputs, RoundResult, RoundTruth, Universe
 
 from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.models import (
@@ -33,6 +33,7 @@ from leaderboard.core.models import (
     Entrant,
     Round,
     RoundScore,
+    RoundTruthFreeScores,
     Stake,
     StandingsDocument,
     Submission,
@@ -52,6 +53,7 @@ from leaderboard.core.services.predictions import PredictionsSource, display_nam
 from leaderboard.core.services.rounds import round_lock_for_upload, round_set_status, rounds_open
 from leaderboard.core.services.submissions import submissions_set_status_bulk
 from leaderboard.core.services.timings import timing_record
+from leaderboard.core.taskqueue import SCORE_ROUND_TRUTH_FREE, task_publish
 
 log = logging.getLogger("leaderboard.rounds")
 
@@ -119,13 +121,15 @@ def round_close(*, round_: Round) -> Round:
     """Close a round: no upload is accepted after it; each entrant's counted submission is frozen
     and its audit hash listed publicly. Uploads in flight finish first (they hold the round's
     row in share mode; closing takes it for update). Closed before its ``closes_at``, the
-    round's ``closes_at`` becomes the moment it closed."""
+    round's ``closes_at`` becomes the moment it closed. Once committed, the kind's truth-free
+    metrics are computed in the background (``round_truth_free_score``)."""
     with transaction.atomic():
         round_ = round_set_status(round_=round_, status=Round.Status.CLOSED)
         now = timezone.now()
         if round_.closes_at is None or round_.closes_at > now:
             Round.objects.filter(pk=round_.pk).update(closes_at=now)
             round_.closes_at = now
+        _enqueue_truth_free_on_commit(round_)
     return round_
 
 
@@ -389,32 +393,17 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
     config = benchmark.config
     universe = round_universe(round_, columns=True)
     truth = round_truth(tv, universe)
-    n_ids = len(universe)
-    n_counted = Submission.objects.filter(round=round_, is_counted=True).count()
-    counted: list[tuple] = []  # (submission id, entrant id, received_at, meta, benchmark model)
-    values = None
-    # One pass over the arrays; each blob is copied into the matrix and dropped.
-    for pk, entrant_id, received_at, payload, rows, columns, blob, is_bm in _counted_arrays(round_):
-        if blob is None or rows != n_ids:
-            raise RuntimeError(f"submission {pk} has no array of {n_ids} rows")
-        if values is None:
-            values = np.full((n_counted, n_ids, len(columns)), np.nan)
-        if len(counted) == n_counted:
-            break  # uploads are frozen after close; never more rows than counted at the start
-        values[len(counted)] = np.frombuffer(blob, dtype=np.float64).reshape(rows, len(columns))
-        counted.append((pk, entrant_id, received_at, (payload or {}).get("meta", {}), bool(is_bm)))
-    if values is None:
-        values = np.full((0, n_ids, 1), np.nan)
-    values = values[:len(counted)]
-    stake_rows = dict(Stake.objects.filter(round=round_).values_list("entrant_id", "amount"))
-    stakes = (np.array([float(stake_rows.get(c[1], 0)) for c in counted]) if stake_rows else None)
-    inputs = RoundInputs(universe=universe, keys=[c[0] for c in counted], values=values,
-                         meta=[c[3] for c in counted], stakes=stakes,
-                         benchmark_models=np.array([c[4] for c in counted], dtype=bool), truth=truth)
+    counted, inputs = _counted_inputs(round_, universe, truth)
+    truth_free = _truth_free_stored(round_, kind, counted)
+    inputs.truth_free = truth_free
     loaded, loaded_cpu = time.perf_counter(), time.process_time()
     outcome = kind.score_round_version(inputs, config)
-    del values, inputs
+    del inputs
     computed, computed_cpu = time.perf_counter(), time.process_time()
+    if kind.truth_free_metrics and truth_free is None:  # the next versions reuse what this one computed
+        _truth_free_store(round_, counted, {name: np.array([np.nan if m.get(name) is None else m[name]
+                                                            for m in outcome.metrics])
+                                            for name in kind.truth_free_metrics})
 
     ranking = kind.ranking_metric_for(config)
     higher = kind.metric(ranking).higher_is_better
@@ -450,6 +439,92 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
              computed_cpu - loaded_cpu, time.process_time() - computed_cpu)
     timing_record(metric="round_scoring", kind=benchmark.kind, seconds=time.perf_counter() - started)
     return "scored"
+
+
+def _counted_inputs(round_: Round, universe: Universe, truth: RoundTruth | None) -> tuple[list[tuple], RoundInputs]:
+    """The round's counted submissions, (id, entrant id, received_at, meta, benchmark model) each
+    in id order, and the scorer's inputs: their values as one (submissions, ids, columns) matrix
+    (held by the inputs alone, so a scorer that takes it can free it), stakes, flags."""
+    n_ids = len(universe)
+    n_counted = Submission.objects.filter(round=round_, is_counted=True).count()
+    counted: list[tuple] = []
+    values = None
+    # One pass over the arrays; each blob is copied into the matrix and dropped.
+    for pk, entrant_id, received_at, payload, rows, columns, blob, is_bm in _counted_arrays(round_):
+        if blob is None or rows != n_ids:
+            raise RuntimeError(f"submission {pk} has no array of {n_ids} rows")
+        if values is None:
+            values = np.full((n_counted, n_ids, len(columns)), np.nan)
+        if len(counted) == n_counted:
+            break  # uploads are frozen after close; never more rows than counted at the start
+        values[len(counted)] = np.frombuffer(blob, dtype=np.float64).reshape(rows, len(columns))
+        counted.append((pk, entrant_id, received_at, (payload or {}).get("meta", {}), bool(is_bm)))
+    if values is None:
+        values = np.full((0, n_ids, 1), np.nan)
+    stake_rows = dict(Stake.objects.filter(round=round_).values_list("entrant_id", "amount"))
+    stakes = (np.array([float(stake_rows.get(c[1], 0)) for c in counted]) if stake_rows else None)
+    return counted, RoundInputs(universe=universe, keys=[c[0] for c in counted], values=values[:len(counted)],
+                                meta=[c[3] for c in counted], stakes=stakes,
+                                benchmark_models=np.array([c[4] for c in counted], dtype=bool), truth=truth)
+
+
+def _truth_free_key(counted: list[tuple]) -> str:
+    return hashlib.sha256(np.array([c[0] for c in counted], dtype=np.int64).tobytes()).hexdigest()
+
+
+def _truth_free_stored(round_: Round, kind, counted: list[tuple]) -> dict[str, np.ndarray] | None:
+    """The kind's truth-free metrics stored for exactly these counted submissions, or None."""
+    if not kind.truth_free_metrics:
+        return None
+    found = RoundTruthFreeScores.objects.filter(round=round_, key=_truth_free_key(counted)).first()
+    if found is None or not set(kind.truth_free_metrics) <= set(found.metrics):
+        return None
+    data = np.frombuffer(bytes(found.data), dtype=np.float64).reshape(len(counted), len(found.metrics))
+    return {name: data[:, j] for j, name in enumerate(found.metrics)}
+
+
+def _truth_free_store(round_: Round, counted: list[tuple], metrics: dict[str, np.ndarray]) -> None:
+    data = np.column_stack([metrics[name] for name in metrics]) if metrics else np.empty((len(counted), 0))
+    RoundTruthFreeScores.objects.update_or_create(round=round_, defaults={
+        "key": _truth_free_key(counted), "metrics": list(metrics),
+        "data": np.ascontiguousarray(data, dtype=np.float64).tobytes(), "computed_at": timezone.now()})
+
+
+def round_truth_free_score(*, round_id: int) -> str | None:
+    """Compute and store the kind's truth-free metrics of a round's counted submissions (signals:
+    MCWNM, APCWNM over every pair), once, when the round closes; every truth version's scoring
+    then reads them instead of computing them again. Idempotent: returns "stored", or None when
+    there is nothing to do (gone, open, a kind without such metrics, already stored)."""
+    round_ = Round.objects.select_related("benchmark").filter(pk=round_id).first()
+    if round_ is None or round_.status == Round.Status.OPEN:
+        return None
+    kind = round_.benchmark.kind_impl
+    if not getattr(kind, "truth_free_metrics", ()):  # static kinds close rounds too
+        return None
+    started, started_cpu = time.perf_counter(), time.process_time()
+    counted, inputs = _counted_inputs(round_, round_universe(round_, columns=True), None)
+    if _truth_free_stored(round_, kind, counted) is not None:
+        return None
+    metrics = kind.score_truth_free(inputs, round_.benchmark.config)
+    del inputs
+    _truth_free_store(round_, counted, metrics)
+    log.info("%s round %s: %s of %s submissions stored in %.1f s (CPU %.1f s)", round_.benchmark.slug,
+             round_.number, ", ".join(metrics), len(counted), time.perf_counter() - started,
+             time.process_time() - started_cpu)
+    return "stored"
+
+
+def _enqueue_truth_free_on_commit(round_: Round) -> None:
+    if not getattr(round_.benchmark.kind_impl, "truth_free_metrics", ()):  # static kinds close rounds too
+        return
+
+    def send() -> None:
+        try:
+            task_publish(SCORE_ROUND_TRUTH_FREE, kwargs={"round_id": round_.pk})
+        except Exception:  # broker down: each truth version's scoring computes them instead
+            log.exception("could not enqueue round %s's truth-free metrics; scoring will compute them", round_.pk)
+
+    transaction.on_commit(send)
 
 
 def _counted_arrays(round_: Round):
