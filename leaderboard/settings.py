@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from leaderboard.env import envbool, envchoice, envfloat, envint, envlist, envstr
+from leaderboard.env import email_url, envbool, envchoice, envfloat, envint, envlist, envstr
 from leaderboard.logconfig import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -261,6 +261,23 @@ SCORING_MAX_ATTEMPTS = envint("SCORING_MAX_ATTEMPTS", 3)
 # Slow motion for demonstrations and the worker-killed test: seconds a scoring
 # task sleeps after marking a submission as scoring. 0 in production.
 SCORING_DELAY_SECONDS = envfloat("SCORING_DELAY_SECONDS", 0.0)
+
+# --- Mail (Django's mail API) ------------------------------------------------
+# EMAIL_URL selects an SMTP server (leaderboard/env.py, email_url); unset, every message is
+# written as one .eml file to $DATA_DIR/mail/ (leaderboard/core/mailfiles.py), so a laptop
+# and `make demo` show every mail without a server.
+EMAIL_URL = os.environ.get("EMAIL_URL", "")
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", f"{SITE_NAME} <noreply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+if EMAIL_URL:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    _smtp = email_url(EMAIL_URL)
+    EMAIL_HOST, EMAIL_PORT = _smtp["EMAIL_HOST"], _smtp["EMAIL_PORT"]
+    EMAIL_HOST_USER, EMAIL_HOST_PASSWORD = _smtp["EMAIL_HOST_USER"], _smtp["EMAIL_HOST_PASSWORD"]
+    EMAIL_USE_TLS, EMAIL_USE_SSL, EMAIL_TIMEOUT = _smtp["EMAIL_USE_TLS"], _smtp["EMAIL_USE_SSL"], _smtp["EMAIL_TIMEOUT"]
+else:
+    EMAIL_BACKEND = "leaderboard.core.mailfiles.EmlFileBackend"
+    EMAIL_FILE_PATH = DATA_DIR / "mail"
 
 # The OpenAI-compatible endpoint for the de-identification pipeline (optional).
 DEID_LLM_URL = os.environ.get("DEID_LLM_URL", "")

@@ -98,8 +98,25 @@ def api_for(users):
 def _test_settings(settings, tmp_path):
     # Files uploaded by tests go to a temporary media folder.
     settings.MEDIA_ROOT = tmp_path / "media"
+    # Mail without EMAIL_URL: one .eml file per message, here in the test's own folder.
+    settings.EMAIL_FILE_PATH = tmp_path / "mail"
     # Hashing passwords with a million PBKDF2 rounds is slow and tests nothing here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def smtp_server(settings):
+    """A real SMTP server in the test process (tests/support/smtp.py); Django's mail goes to it,
+    configured through the same ``EMAIL_URL`` parsing as the settings."""
+    from leaderboard.env import email_url
+    from tests.support.smtp import start_smtp
+
+    server, controller = start_smtp()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    for name, value in email_url(server.url).items():
+        setattr(settings, name, value)
+    yield server
+    controller.stop()
 
 
 @pytest.fixture(autouse=True)
