@@ -37,11 +37,31 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "allauth",
+    "allauth.account",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "leaderboard.core",
 ]
+# Social login (allauth.socialaccount) is off unless SOCIAL_LOGIN_PROVIDERS names providers, e.g.
+# "github,google"; each needs SOCIAL_LOGIN_<PROVIDER>_CLIENT_ID and _SECRET and the extra
+# `pip install "django-allauth[socialaccount]"` (docs/deploy.md#social-login).
+SOCIAL_LOGIN_PROVIDERS = envlist("SOCIAL_LOGIN_PROVIDERS", [])
+if SOCIAL_LOGIN_PROVIDERS:
+    INSTALLED_APPS += ["allauth.socialaccount",
+                       *(f"allauth.socialaccount.providers.{name}" for name in SOCIAL_LOGIN_PROVIDERS)]
+    SOCIALACCOUNT_PROVIDERS = {}
+    for _provider in SOCIAL_LOGIN_PROVIDERS:
+        _id = envstr(f"SOCIAL_LOGIN_{_provider.upper()}_CLIENT_ID")
+        _secret = envstr(f"SOCIAL_LOGIN_{_provider.upper()}_SECRET")
+        if not (_id and _secret):
+            raise ValueError(f"SOCIAL_LOGIN_PROVIDERS names {_provider!r}: set SOCIAL_LOGIN_{_provider.upper()}_CLIENT_ID "
+                             f"and SOCIAL_LOGIN_{_provider.upper()}_SECRET too")
+        SOCIALACCOUNT_PROVIDERS[_provider] = {"APPS": [{"client_id": _id, "secret": _secret}]}
+    # An address a provider vouches for still gets our verification mail before uploads open.
+    SOCIALACCOUNT_EMAIL_VERIFICATION = "optional"
+    SOCIALACCOUNT_AUTO_SIGNUP = False  # the sign-up form asks for a username (and an email if the provider gave none)
 
 MIDDLEWARE = [
     # First: every answer, a 500 included, carries X-Request-ID, and every log line the id.
@@ -57,6 +77,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -124,6 +145,25 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 12 * 1024 * 1024
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "benchmark_list"
 LOGOUT_REDIRECT_URL = "benchmark_list"
+
+# --- Accounts (django-allauth: sign-up, verification, password reset, email change) -----
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    # Log in with the username or the (verified or not) email address.
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_UNIQUE_EMAIL = True
+# Log in before verifying: an unverified account browses and downloads; uploads wait for the
+# mailed link (leaderboard/core/services/accounts.py, upload_refusal).
+ACCOUNT_EMAIL_VERIFICATION = "optional"
+# One address per account: a change is verified by a link to the new address before it replaces the old.
+ACCOUNT_CHANGE_EMAIL = True
+ACCOUNT_EMAIL_NOTIFICATIONS = True  # "your password / email changed" to the account's address
+ACCOUNT_EMAIL_SUBJECT_PREFIX = f"[{SITE_NAME}] "
+ACCOUNT_ADAPTER = "leaderboard.core.adapters.AccountAdapter"
+ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:

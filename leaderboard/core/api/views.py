@@ -259,7 +259,9 @@ class SubmissionCreateOrList(APIView):
     @extend_schema(
         request={"multipart/form-data": s.SubmissionFileSerializer, "application/json": s.SubmissionJsonSerializer},
         parameters=IDEMPOTENCY_KEY_PARAMETERS,
-        responses={202: s.SubmissionAcceptedSerializer, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer,
+        responses={202: s.SubmissionAcceptedSerializer, 400: s.ErrorsSerializer,
+                   403: OpenApiResponse(s.ErrorsSerializer, description="the account's email address is not verified yet"),
+                   409: s.ErrorsSerializer,
                    413: s.ErrorsSerializer, 429: OpenApiResponse(s.ErrorsSerializer, description="daily limit reached; see Retry-After")},
         summary="Upload a submission",
     )
@@ -337,8 +339,8 @@ class SubmissionSelect(APIView):
     @extend_schema(request=None, responses={200: s.SubmissionSerializer, 409: s.ErrorsSerializer},
                    summary="Select this submission as the entrant's final one")
     def post(self, request, pk):
-        sub = get_object_or_404(Submission.objects.filter(user=request.user).select_related("benchmark", "entrant",
-                                                                                             "round"), pk=pk)
+        sub = get_object_or_404(Submission.objects.of_participant(request.user)
+                                .select_related("benchmark", "entrant", "round"), pk=pk)
         try:
             submission_select(submission=sub, user=request.user)
         except SubmissionRejected as exc:

@@ -51,6 +51,7 @@ from leaderboard.core.services.outbox import round_version_enqueue_on_commit
 from leaderboard.core.services.predictions import PredictionsSource, display_name, payload_check, predictions_parse
 from leaderboard.core.services.rounds import round_lock_for_upload, round_set_status, rounds_open
 from leaderboard.core.services.submissions import submissions_set_status_bulk
+from leaderboard.core.services.teams import team_upload_lock
 
 log = logging.getLogger("leaderboard.rounds")
 
@@ -246,7 +247,7 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
     the winner's answer.
     """
     kind = benchmark.kind_impl
-    ent = entrant if isinstance(entrant, Entrant) else entrant_resolve(user, entrant)
+    ent = entrant if isinstance(entrant, Entrant) else entrant_resolve(user, entrant, benchmark=benchmark)
     round_ = round_for_upload(benchmark, round_number)
     universe = round_universe(round_)
     parsed = predictions_parse(benchmark=benchmark, universe=universe,
@@ -271,7 +272,8 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
         # One upload of an entrant at a time decides which counts (NO KEY UPDATE: the
         # entrant's foreign-key checks elsewhere never wait on it).
         Entrant.objects.select_for_update(no_key=True).filter(pk=ent.pk).values_list("pk", flat=True).first()
-        remaining = quota_consume(user=user, benchmark=benchmark)
+        team = team_upload_lock(user=user, benchmark=benchmark, entrant=ent)
+        remaining = quota_consume(user=user, benchmark=benchmark, team=team)
         sub = Submission(
             benchmark=benchmark, round=round_, entrant=ent, user=user, original_name=display_name(filename),
             size=len(data), audit_hash=audit_hash, payload=payload,
