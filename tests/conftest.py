@@ -145,7 +145,8 @@ def _fresh_throttles():
     client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
     if client_of is not None:  # Redis: delete throttle keys only, never the broker's
         client = client_of(None, write=True)
-        for pattern in ("*throttle_*", "*boards:*"):  # and cached boards (leaderboard/core/boardcache.py)
+        # and cached boards (leaderboard/core/boardcache.py), and django-allauth's rate limits
+        for pattern in ("*throttle_*", "*boards:*", "*allauth:rl:*"):
             for key in client.scan_iter(match=pattern):
                 client.delete(key)
     else:

@@ -58,7 +58,7 @@ def account_delete(*, user) -> None:
         user.is_active = False
         user.set_unusable_password()
         user.save()
-        shown = (LeaderboardRow.objects.filter(entrant_id__in=entrants).values_list("round__benchmark_id", flat=True)
-                 .union(StandingRow.objects.filter(entrant_id__in=entrants).values_list("benchmark_id", flat=True)))
-        for benchmark_id in set(shown):
+        shown = set(LeaderboardRow.objects.filter(entrant_id__in=entrants).values_list("round__benchmark_id", flat=True))
+        shown |= set(StandingRow.objects.filter(entrant_id__in=entrants).values_list("benchmark_id", flat=True))
+        for benchmark_id in sorted(shown):
             boards_changed(benchmark_id)  # the boards show the new names at once

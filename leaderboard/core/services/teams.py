@@ -263,7 +263,7 @@ def invite_decline(*, invite_id: int, user) -> None:
 
 def team_leave(*, team: Team, user) -> None:
     """Leave ``team``: from now on the user competes alone on its benchmark. The team keeps its uploads,
-    and the uploads the user made for it today still count against their own limit today."""
+    and every upload the user made today (for the team too) counts against their own limit today."""
     with transaction.atomic():
         _lock_user(user.pk)
         deleted, _ = TeamMembership.objects.filter(team=team, user=user).delete()
@@ -271,9 +271,11 @@ def team_leave(*, team: Team, user) -> None:
             raise _refused(f"you are not in team {team.entrant.name}", status=404)
         today = utc_day()
         start = dt.datetime.combine(today, dt.time.min, tzinfo=dt.timezone.utc)
-        made = Submission.objects.filter(entrant=team.entrant, user=user, received_at__gte=start,
+        # Every upload the user made today on this benchmark, alone or for the team, counts on their own row.
+        made = Submission.objects.filter(benchmark=team.benchmark, user=user, received_at__gte=start,
                                          counts_against_limit=True).count()
-        quota_add(benchmark=team.benchmark, day=today, user_id=user.pk, used=made)
+        own = quota_used(benchmark=team.benchmark, day=today, user_id=user.pk)
+        quota_add(benchmark=team.benchmark, day=today, user_id=user.pk, used=made - own)
         _event(team, user, TeamEvent.Kind.LEFT, f"{user.username} left")
 
 
