@@ -319,6 +319,15 @@ else:
     EMAIL_BACKEND = "leaderboard.core.mailfiles.EmlFileBackend"
     EMAIL_FILE_PATH = DATA_DIR / "mail"
 
+# The staff's fair-play page (leaderboard/core/services/fairplay.py): pairs of entrants whose predictions
+# correlate at or above this within a round or split; the search samples this many values per entrant
+# (then checks candidates exactly); a report is reused this long while nothing new is submitted.
+FAIRPLAY_CORRELATION_THRESHOLD = envfloat("FAIRPLAY_CORRELATION_THRESHOLD", 0.99)
+if not 0 < FAIRPLAY_CORRELATION_THRESHOLD <= 1:
+    raise ValueError("FAIRPLAY_CORRELATION_THRESHOLD must be above 0 and at most 1")
+FAIRPLAY_SAMPLE_VALUES = envint("FAIRPLAY_SAMPLE_VALUES", 2048)
+FAIRPLAY_CACHE_SECONDS = envint("FAIRPLAY_CACHE_SECONDS", 600)
+
 # The OpenAI-compatible endpoint for the de-identification pipeline (optional).
 DEID_LLM_URL = os.environ.get("DEID_LLM_URL", "")
 DEID_LLM_MODEL = os.environ.get("DEID_LLM_MODEL", "")

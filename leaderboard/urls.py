@@ -20,6 +20,7 @@ urlpatterns = [
     path("submissions/<int:pk>/", views.submission_detail, name="submission_detail"),
     path("submissions/<int:pk>/select/", views.submission_select_view, name="submission_select"),
     path("b/<slug:slug>/team/", views.team_page, name="team_page"),
+    path("b/<slug:slug>/fair-play/", views.fairplay_page, name="fairplay"),
     path("invites/<int:pk>/answer/", views.invite_answer, name="invite_answer"),
     # Ours first: sign-up and login behind the per-address throttles; then django-allauth's
     # (email verification, password reset and change, email change).

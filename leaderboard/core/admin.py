@@ -98,7 +98,8 @@ class RoundInline(ShownNotEdited, admin.TabularInline):
 
 @admin.register(m.Benchmark)
 class BenchmarkAdmin(admin.ModelAdmin):
-    list_display = ("title", "slug", "kind", "daily_limit", "is_published", "private_revealed_at", "truth_link")
+    list_display = ("title", "slug", "kind", "daily_limit", "is_published", "private_revealed_at", "truth_link",
+                    "fairplay_link")
     list_filter = ("kind", "is_published")
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
@@ -108,6 +109,10 @@ class BenchmarkAdmin(admin.ModelAdmin):
     @admin.display(description="truth")
     def truth_link(self, obj):
         return format_html('<a href="{}">upload truth</a>', reverse("admin:core_benchmark_truth", args=[obj.pk]))
+
+    @admin.display(description="fair play")
+    def fairplay_link(self, obj):
+        return format_html('<a href="{}">fair-play report</a>', reverse("fairplay", args=[obj.slug]))
 
     @admin.action(description="Reveal the private leaderboard (only once submissions are closed)")
     def reveal_private(self, request, queryset):

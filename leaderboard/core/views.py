@@ -6,6 +6,7 @@ from functools import lru_cache
 import markdown
 import nh3
 from allauth.account.views import SignupView
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
@@ -29,6 +30,7 @@ from leaderboard.core.services.casedata import round_caseset
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.accounts import account_delete, upload_refusal
 from leaderboard.core.services.entrants import entrant_create, entrant_default, team_of
+from leaderboard.core.services.fairplay import fairplay_report
 from leaderboard.core.services.predictions import predictions_source
 from leaderboard.core.services.rounds import round_takes_submissions, submissions_refusal
 from leaderboard.core.services.submissions import submission_select, submission_selectable_by
@@ -641,6 +643,28 @@ def invite_answer(request, pk):
                        f"You joined team {name}: your uploads to {invite.team.benchmark.title} now count for it.")
     return _answer(request, back, lambda: invite_decline(invite_id=invite.pk, user=request.user),
                    f"You declined the invite to team {name}.")
+
+
+def fairplay_page(request, slug):
+    """Staff only (404 for anyone else): the benchmark's identical uploads and correlated pairs;
+    ``?threshold=`` (above 0, at most 1) looks below or above the configured one."""
+    if not request.user.is_staff:
+        raise Http404("no such page")
+    b = _benchmark(request, slug)
+    threshold, error = settings.FAIRPLAY_CORRELATION_THRESHOLD, None
+    if request.GET.get("threshold"):
+        try:
+            threshold = float(request.GET["threshold"])
+            if not 0 < threshold <= 1:
+                raise ValueError
+        except ValueError:
+            threshold, error = settings.FAIRPLAY_CORRELATION_THRESHOLD, "the threshold is a number above 0, at most 1"
+    report = fairplay_report(b, threshold=threshold)
+    kind = b.kind_impl
+    return render(request, "core/fairplay.html", {
+        "benchmark": b, "report": report, "error": error, "default_threshold": settings.FAIRPLAY_CORRELATION_THRESHOLD,
+        "standings_rule": kind.leaderboard_note(b.config) if kind.is_round_kind else None,
+    }, status=400 if error else 200)
 
 
 def server_error(request):

@@ -33,6 +33,7 @@ from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import (
+    STANDINGS_MIN_ROUNDS,
     Case,
     CaseSet,
     Column,
@@ -46,6 +47,8 @@ from scoring.kinds.base import (
     Standing,
     Standings,
     Universe,
+    standings_min_rounds_config,
+    standings_min_rounds_note,
 )
 from scoring.metrics_portfolio import (
     CASH,
@@ -128,7 +131,7 @@ class PortfolioKind(RoundKind):
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
         config = dict(config or {})
         errors: list[RowError] = []
-        allowed = {"max_rationale_chars", "max_upload_bytes"}
+        allowed = {"max_rationale_chars", "max_upload_bytes", STANDINGS_MIN_ROUNDS}
         for key in config:
             if key not in allowed:
                 errors.append(_config_error(str(key), f"unknown key; allowed: {', '.join(sorted(allowed))}"))
@@ -138,9 +141,11 @@ class PortfolioKind(RoundKind):
         size = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
         if not isinstance(size, int) or isinstance(size, bool) or not 1024 <= size <= 10 * 1024 * 1024:
             errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 10485760; got {size!r}"))
+        min_rounds, error = standings_min_rounds_config(config)
+        errors += [error] if error else []
         if errors:
             raise ValidationFailed(errors)
-        return {"max_rationale_chars": cap, "max_upload_bytes": size}
+        return {"max_rationale_chars": cap, "max_upload_bytes": size, STANDINGS_MIN_ROUNDS: min_rounds}
 
     def max_upload_bytes(self, config: Mapping[str, Any]) -> int:
         return self.validate_config(config)["max_upload_bytes"]
@@ -160,7 +165,8 @@ class PortfolioKind(RoundKind):
     def leaderboard_note(self, config: Mapping[str, Any]) -> str:
         return ("All-available history of this track: every round an entrant completed, returns summed "
                 "(never compounded) against the summed oracle. Shown as context, not as the ranking: models "
-                "are ranked inside comparison sets, over the rounds every member completed.")
+                "are ranked inside comparison sets, over the rounds every member completed."
+                + standings_min_rounds_note(self.validate_config(config)[STANDINGS_MIN_ROUNDS]))
 
     # -- universe -------------------------------------------------------------
     def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:

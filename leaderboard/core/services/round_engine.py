@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
-from scoring.kinds.base import RoundInputs, RoundResult
+from scoring.kinds.base import STANDINGS_MIN_ROUNDS, RoundInputs, RoundResult
 
 from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.models import (
@@ -494,9 +494,11 @@ def standings_refresh(*, benchmark: Benchmark, track: str = "") -> int:
         results.append(RoundResult(r.number, track, metrics, received))
     outcome = kind.standings(results, config)
     higher = kind.metric(kind.ranking_metric_for(config)).higher_is_better
+    # standings_min_rounds: an entrant with fewer resolved rounds waits off the standings (the page says so).
+    min_rounds = kind.validate_config(config).get(STANDINGS_MIN_ROUNDS, 1)
     written = standings_write(
         benchmark, [StandingEntry(s.entrant, s.score, s.metrics, s.rounds, s.order_at, s.track or track)
-                    for s in outcome.rows], higher_is_better=higher, tracks=[track])
+                    for s in outcome.rows if s.rounds >= min_rounds], higher_is_better=higher, tracks=[track])
     now = timezone.now()
     for (doc_track, name), data in outcome.documents.items():
         StandingsDocument.objects.update_or_create(benchmark=benchmark, track=doc_track, name=name,
