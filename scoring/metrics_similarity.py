@@ -4,7 +4,7 @@ Pure and vectorised: rows are entrants' predictions over one round or split (NaN
 no value); the Pearson correlation of every pair is taken over the columns both rows have, with
 six matrix products per block of rows, never a Python loop over pairs. The cost is bounded: on a
 wide round the search runs on a fixed random sample of ``sample`` columns (a correlation of 0.99
-is estimated from 2,048 values to within about 0.001), and only the candidate pairs it finds,
+is estimated from 512 values to within about 0.001; the search keeps pairs down to 0.02 below), and only the candidate pairs it finds,
 at most ``max_candidates``, are then computed exactly over every column.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _pairwise(x: np.ndarray, m: np.ndarray, rows: slice, min_common: int) -> np.
     return r
 
 
-def correlated_pairs(values: np.ndarray, threshold: float, *, sample: int = 2048, block: int = 512,
+def correlated_pairs(values: np.ndarray, threshold: float, *, sample: int = 512, block: int = 512,
                      max_candidates: int = 20_000, min_common: int = 3, seed: int = 0) -> tuple[list[Pair], int]:
     """Pairs of rows of ``values`` (n x m, NaN = no value) whose correlation is at least ``threshold``,
     strongest first, and how many candidates the sampled search found (a count above
@@ -61,9 +61,19 @@ def correlated_pairs(values: np.ndarray, threshold: float, *, sample: int = 2048
         x = np.where(mask, x - np.where(counts > 0, x.sum(axis=1, keepdims=True) / counts, 0.0), 0.0)
     m = mask.astype(np.float64)
     cutoff = threshold - SAMPLE_MARGIN if sampled else threshold
+    complete = bool(mask.all())
+    if complete:  # no value missing (a round's arrays): one product of unit rows per block
+        norms = np.sqrt((x * x).sum(axis=1, keepdims=True))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # float32 for the search (twice the speed; the pairs it finds are checked in float64 below)
+            unit = np.where(norms > 0, x / norms, np.nan).astype(np.float32 if sampled else np.float64)
     found_a, found_b, found_r = [], [], []
     for start in range(0, n, block):
-        r = _pairwise(x, m, slice(start, min(n, start + block)), min_common)
+        rows = slice(start, min(n, start + block))
+        if complete:
+            r = unit[rows] @ unit.T if x.shape[1] >= min_common else np.full((rows.stop - start, n), np.nan)
+        else:
+            r = _pairwise(x, m, rows, min_common)
         i, j = np.nonzero(r >= cutoff)
         keep = j > i + start  # each pair once, never a row with itself
         found_a.append(i[keep] + start)
