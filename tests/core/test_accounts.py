@@ -169,3 +169,26 @@ def test_unverified_links_say_where_to_resend(client, smtp_server, db):
     # allauth sends at most one confirmation per address every few minutes: the first was the sign-up's.
     assert len(smtp_server.wait_for("ada@example.org")) == 1
     assert re.search(r"confirm", smtp_server.to("ada@example.org")[0].text, re.I)
+
+
+def test_social_login_is_off_by_default_and_the_environment_switches_it_on(client, db, settings):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    assert "allauth.socialaccount" not in settings.INSTALLED_APPS
+    assert client.get("/accounts/github/login/").status_code == 404
+    assert "Or log in with" not in client.get("/accounts/login/").content.decode()
+    code = ("import django; django.setup(); from django.conf import settings; from django.urls import reverse; "
+            "print(reverse('github_login'), settings.SOCIALACCOUNT_PROVIDERS['github']['APPS'][0]['client_id'])")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "leaderboard.settings", "SOCIAL_LOGIN_PROVIDERS": "github",
+           "SOCIAL_LOGIN_GITHUB_CLIENT_ID": "the-id", "SOCIAL_LOGIN_GITHUB_SECRET": "the-secret"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["/accounts/github/login/", "the-id"]
+    del env["SOCIAL_LOGIN_GITHUB_SECRET"]
+    refused = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert "set SOCIAL_LOGIN_GITHUB_CLIENT_ID and SOCIAL_LOGIN_GITHUB_SECRET too" in refused.stderr
