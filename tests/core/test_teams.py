@@ -65,7 +65,7 @@ def test_team_life_through_the_api(api_for, users, mini_benchmark):
     assert kinds[-1] == ("left", "owner")
 
 
-def test_a_member_uploads_as_the_team_and_every_member_sees_and_selects(api_for, users, mini_benchmark):
+def test_a_member_uploads_as_the_team_and_every_member_sees_and_selects(api_for, client, users, mini_benchmark):
     team = team_create(user=users["owner"], benchmark=mini_benchmark, name="Ab Initio")
     _join(team, users["member"], users["owner"])
     sub = _upload(users["member"], mini_benchmark)
@@ -76,12 +76,15 @@ def test_a_member_uploads_as_the_team_and_every_member_sees_and_selects(api_for,
         _upload(users["member"], mini_benchmark, entrant="member")
     assert err.value.status == 409 and "in team Ab Initio" in err.value.errors[0].message
     owner = api_for("owner")
-    assert [s["id"] for s in owner.get("/api/benchmarks/mini-props/submissions/").json()] == [sub.pk]
+    listed = owner.get("/api/benchmarks/mini-props/submissions/").json()
+    assert [(s["id"], s["entrant"], s["uploaded_by"]) for s in listed] == [(sub.pk, "Ab Initio", "member")]
     assert owner.get(f"/api/submissions/{sub.pk}/").status_code == 200
     assert owner.post(f"/api/submissions/{sub.pk}/select/").status_code == 200
     assert api_for("outsider").post(f"/api/submissions/{sub.pk}/select/").status_code == 404
     rows = selectors.leaderboard_rows(mini_benchmark)
     assert [r.entrant.name for r in rows] == ["Ab Initio"]
+    client.force_login(users["owner"])
+    assert "by member" in client.get("/submissions/").content.decode()
 
 
 def test_refusals_say_why_full_team_and_past_the_deadline(tmp_path, users):

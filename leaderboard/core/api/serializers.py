@@ -150,6 +150,7 @@ class SubmissionSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     benchmark = serializers.CharField()
     entrant = serializers.CharField()
+    uploaded_by = serializers.CharField(help_text="The account that uploaded it (a team's members all see the team's).")
     status = serializers.CharField()
     status_reason = serializers.CharField()
     scores = serializers.DictField(help_text="split -> metric -> value")

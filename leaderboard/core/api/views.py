@@ -54,8 +54,8 @@ def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict
         return round_submission_dict(request, sub)
     scores = selectors.submission_scores(sub, viewer=request.user)
     out = {
-        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
-        "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
+        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "uploaded_by": sub.user.username,
+        "status": sub.status, "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
         "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected,
         "provisional": bool(sub.truth_version_id and not sub.truth_version.is_final),
         "truth_version": sub.truth_version.version if sub.truth_version_id else None,
@@ -73,8 +73,8 @@ def round_submission_dict(request, sub: Submission) -> dict:
     history = selectors.submission_round_scores(sub)
     latest = history[-1] if history else None
     return {
-        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
-        "status_reason": sub.status_reason, "round": sub.round.number, "counted": sub.is_counted,
+        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "uploaded_by": sub.user.username,
+        "status": sub.status, "status_reason": sub.status_reason, "round": sub.round.number, "counted": sub.is_counted,
         "replaced_at": sub.replaced_at, "repeat": sub.is_repeat,
         "scores": {"public": latest["metrics"]} if latest else {},
         "provisional": bool(latest and latest["interim"]), "as_of": latest["as_of"] if latest else None,
@@ -300,7 +300,8 @@ def _predictions_source(request, b: Benchmark):
 
 
 def _own_submission(request, pk) -> Submission:
-    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round")
+    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round",
+                                                                   "user")
     return get_object_or_404(qs, pk=pk)
 
 
