@@ -10,10 +10,16 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from leaderboard.core import selectors
-from leaderboard.core.models import DailyQuota, LeaderboardRow, StandingRow, Submission, TeamEvent, TeamMembership
+from leaderboard.core.models import DailyQuota, Entrant, LeaderboardRow, StandingRow, Submission, TeamEvent, TeamMembership
 from leaderboard.core.quota import QuotaExceeded, quota_remaining, utc_day
 from leaderboard.core.services.answers import SubmissionRejected
-from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, round_version_score
+from leaderboard.core.services.round_engine import (
+    round_close,
+    round_open,
+    round_truth_load,
+    round_version_score,
+    stakes_load,
+)
 from leaderboard.core.services.submissions import submission_score
 from leaderboard.core.services.teams import invite_accept, merge_allowance, team_create, team_invite, team_leave
 from leaderboard.core.services.uploads import submission_create
@@ -246,6 +252,8 @@ def test_team_boards_in_every_kind(tmp_path, users):
         counted = list(Submission.objects.filter(round=round_, is_counted=True).values_list("pk", "entrant_id"))
         assert counted == [(ids[1], team.entrant_id)], benchmark.kind
         round_close(round_=round_)
+        # The team owns the model's stake: the stakes file names the team.
+        assert stakes_load(round_=round_, data=f"entrant,stake\n{team.entrant.name},12.5\n".encode()) == 1
         version = round_truth_load(round_=round_, data=truth, filename="t.csv", final=True, user=organiser)
         assert round_version_score(round_id=round_.pk, version=version.version) == "scored"
         board = list(LeaderboardRow.objects.filter(round=round_).values_list("entrant__name", "submission_id"))
@@ -280,3 +288,22 @@ def test_team_page_creates_invites_and_answers(client, users, mini_benchmark):
     client.force_login(users["owner"])
     again = client.post("/b/mini-props/team/", {"action": "create", "name": "Other"}, follow=True)
     assert "you are already in a team on mini-props" in again.content.decode()
+
+
+def test_deleting_a_members_account_leaves_the_team_with_its_name_and_uploads(users, mini_benchmark):
+    from leaderboard.core.services.accounts import account_delete
+    from leaderboard.core.services.entrants import entrant_default
+
+    team = team_create(user=users["owner"], benchmark=mini_benchmark, name="Survivors")
+    _join(team, users["member"], users["owner"])
+    sub = _upload(users["member"], mini_benchmark)
+    pending = team_invite(team=team, by=users["member"], username="outsider")
+    entrant_default(users["member"])  # their own entrant, beside the team's
+    account_delete(user=users["member"])
+    assert list(TeamMembership.objects.filter(team=team).values_list("user__username", flat=True)) == ["owner"]
+    assert TeamEvent.objects.filter(team=team).order_by("-at", "-id").values_list("kind", flat=True)[0] == "left"
+    team.entrant.refresh_from_db()
+    assert team.entrant.name == "Survivors" and Submission.objects.get(pk=sub.pk).entrant_id == team.entrant_id
+    assert Entrant.objects.get(owner=users["member"], team__isnull=True).name.startswith("former-entrant-")
+    pending.refresh_from_db()
+    assert pending.status == "pending"  # the invite was the outsider's to answer, not the deleted member's
