@@ -307,3 +307,27 @@ def test_deleting_a_members_account_leaves_the_team_with_its_name_and_uploads(us
     assert Entrant.objects.get(owner=users["member"], team__isnull=True).name.startswith("former-entrant-")
     pending.refresh_from_db()
     assert pending.status == "pending"  # the invite was the outsider's to answer, not the deleted member's
+
+
+def test_team_page_and_api_queries_do_not_grow_with_the_teams(client, api_for, users, mini_benchmark):
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def counts():
+        client.force_login(users["owner"])
+        with CaptureQueriesContext(connection) as page:
+            assert client.get("/b/mini-props/team/").status_code == 200
+        with CaptureQueriesContext(connection) as api:
+            assert client.get("/api/benchmarks/mini-props/teams/").status_code == 200
+        return len(page), len(api)
+
+    team = team_create(user=users["owner"], benchmark=mini_benchmark, name="Mine")
+    _join(team, users["member"], users["owner"])
+    few = counts()
+    for i in range(10):
+        user = get_user_model().objects.create_user(f"u{i}", password="pw-u-12345")
+        if i < 3:  # pending invites on the member's view of the team
+            team_invite(team=team, by=users["owner"], username=f"u{i}")
+        team_create(user=user, benchmark=mini_benchmark, name=f"Team {i}")
+    assert counts() == few
