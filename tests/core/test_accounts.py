@@ -101,6 +101,9 @@ def test_password_reset_by_mailed_link(client, smtp_server, db):
     assert done.status_code == 302
     assert client.post("/accounts/login/", {"username": "ada", "password": PASSWORD}).status_code == 200  # refused
     assert client.post("/accounts/login/", {"username": "ada", "password": "a-new-passphrase-7"}).status_code == 302
+    client.logout()  # the address logs in as well as the username
+    assert client.post("/accounts/login/", {"username": "ada@example.org",
+                                            "password": "a-new-passphrase-7"}).status_code == 302
     # The link works once.
     client.logout()
     again = client.get(_path(link), follow=True)
