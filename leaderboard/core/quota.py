@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db.models import F
+from django.db.models import Exists, F, Q
 from django.utils import timezone
 
 from leaderboard.core.models import Benchmark, DailyQuota, Team, TeamMembership
@@ -101,6 +101,9 @@ def quota_remaining(*, user, benchmark: Benchmark) -> int:
     """What ``user`` may still upload today: their team's allowance when they are in a team of the benchmark."""
     if not getattr(user, "is_authenticated", False):
         return benchmark.daily_limit
-    team_id = TeamMembership.objects.filter(user=user, benchmark=benchmark).values_list("team_id", flat=True).first()
-    used = quota_used(benchmark=benchmark, day=utc_day(), user_id=user.pk, team_id=team_id)
+    # One query: the team's row when the user is in a team of the benchmark, else their own.
+    teams = TeamMembership.objects.filter(user=user, benchmark=benchmark).values("team_id")
+    used = (DailyQuota.objects.filter(benchmark=benchmark, day=utc_day())
+            .filter(Q(team_id__in=teams) | Q(user=user, team__isnull=True) & ~Exists(teams))
+            .values_list("used", flat=True).first()) or 0
     return max(0, benchmark.daily_limit - used)
