@@ -7,6 +7,7 @@ environment the same way.
 from __future__ import annotations
 
 import os
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 def envstr(name: str, default: str = "") -> str:
@@ -57,3 +58,34 @@ def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name}={value!r} is not one of {', '.join(choices)}")
     return value
+
+
+# EMAIL_URL schemes: (use STARTTLS, use implicit TLS, default port).
+EMAIL_SCHEMES = {"smtp": (False, False, 25), "smtp+tls": (True, False, 587), "smtp+ssl": (False, True, 465),
+                 "smtps": (False, True, 465)}
+
+
+def email_url(value: str) -> dict:
+    """Django's SMTP settings from a URL: ``smtp://user:pass@host:port`` (plain),
+    ``smtp+tls://...`` (STARTTLS, port 587 unless given), ``smtp+ssl://`` or ``smtps://``
+    (TLS from the start, port 465); ``?timeout=S`` (default 10 s). User and password
+    are percent-decoded (``%40`` for an ``@`` in a user name)."""
+    parts = urlsplit(value)
+    if parts.scheme not in EMAIL_SCHEMES:
+        raise ValueError(f"EMAIL_URL scheme {parts.scheme!r} is not one of {', '.join(EMAIL_SCHEMES)} "
+                         "(e.g. smtp+tls://user:password@smtp.example.org:587)")
+    if not parts.hostname:
+        raise ValueError("EMAIL_URL names no host (e.g. smtp://mail.example.org:25)")
+    tls, ssl, default_port = EMAIL_SCHEMES[parts.scheme]
+    try:
+        port = parts.port or default_port
+    except ValueError:
+        raise ValueError(f"EMAIL_URL has a bad port in {parts.netloc.rpartition('@')[2]!r}") from None
+    query = parse_qs(parts.query)
+    try:
+        timeout = float(query.get("timeout", ["10"])[0])
+    except ValueError:
+        raise ValueError("EMAIL_URL's timeout must be a number of seconds") from None
+    return {"EMAIL_HOST": parts.hostname, "EMAIL_PORT": port,
+            "EMAIL_HOST_USER": unquote(parts.username or ""), "EMAIL_HOST_PASSWORD": unquote(parts.password or ""),
+            "EMAIL_USE_TLS": tls, "EMAIL_USE_SSL": ssl, "EMAIL_TIMEOUT": timeout}

@@ -12,7 +12,7 @@ from typing import Any
 
 import dj_database_url
 
-from leaderboard.env import envbool, envchoice, envfloat, envint, envlist, envstr
+from leaderboard.env import email_url, envbool, envchoice, envfloat, envint, envlist, envstr
 from leaderboard.errorreports import sentry_start
 from leaderboard.logconfig import logging_config
 
@@ -41,11 +41,31 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "allauth",
+    "allauth.account",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "leaderboard.core",
 ]
+# Social login (allauth.socialaccount) is off unless SOCIAL_LOGIN_PROVIDERS names providers, e.g.
+# "github,google"; each needs SOCIAL_LOGIN_<PROVIDER>_CLIENT_ID and _SECRET and the extra
+# `pip install "django-allauth[socialaccount]"` (docs/deploy.md#social-login).
+SOCIAL_LOGIN_PROVIDERS = envlist("SOCIAL_LOGIN_PROVIDERS", [])
+if SOCIAL_LOGIN_PROVIDERS:
+    INSTALLED_APPS += ["allauth.socialaccount",
+                       *(f"allauth.socialaccount.providers.{name}" for name in SOCIAL_LOGIN_PROVIDERS)]
+    SOCIALACCOUNT_PROVIDERS = {}
+    for _provider in SOCIAL_LOGIN_PROVIDERS:
+        _id = envstr(f"SOCIAL_LOGIN_{_provider.upper()}_CLIENT_ID")
+        _secret = envstr(f"SOCIAL_LOGIN_{_provider.upper()}_SECRET")
+        if not (_id and _secret):
+            raise ValueError(f"SOCIAL_LOGIN_PROVIDERS names {_provider!r}: set SOCIAL_LOGIN_{_provider.upper()}_CLIENT_ID "
+                             f"and SOCIAL_LOGIN_{_provider.upper()}_SECRET too")
+        SOCIALACCOUNT_PROVIDERS[_provider] = {"APPS": [{"client_id": _id, "secret": _secret}]}
+    # An address a provider vouches for still gets our verification mail before uploads open.
+    SOCIALACCOUNT_EMAIL_VERIFICATION = "optional"
+    SOCIALACCOUNT_AUTO_SIGNUP = False  # the sign-up form asks for a username (and an email if the provider gave none)
 
 MIDDLEWARE = [
     # First: every answer, a 500 included, carries X-Request-ID, and every log line the id.
@@ -66,6 +86,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -137,6 +158,25 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 12 * 1024 * 1024
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "benchmark_list"
 LOGOUT_REDIRECT_URL = "benchmark_list"
+
+# --- Accounts (django-allauth: sign-up, verification, password reset, email change) -----
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    # Log in with the username or the (verified or not) email address.
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_UNIQUE_EMAIL = True
+# Log in before verifying: an unverified account browses and downloads; uploads wait for the
+# mailed link (leaderboard/core/services/accounts.py, upload_refusal).
+ACCOUNT_EMAIL_VERIFICATION = "optional"
+# One address per account: a change is verified by a link to the new address before it replaces the old.
+ACCOUNT_CHANGE_EMAIL = True
+ACCOUNT_EMAIL_NOTIFICATIONS = True  # "your password / email changed" to the account's address
+ACCOUNT_EMAIL_SUBJECT_PREFIX = f"[{SITE_NAME}] "
+ACCOUNT_ADAPTER = "leaderboard.core.adapters.AccountAdapter"
+ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
@@ -284,6 +324,32 @@ SCORING_MAX_ATTEMPTS = envint("SCORING_MAX_ATTEMPTS", 3)
 # Slow motion for demonstrations and the worker-killed test: seconds a scoring
 # task sleeps after marking a submission as scoring. 0 in production.
 SCORING_DELAY_SECONDS = envfloat("SCORING_DELAY_SECONDS", 0.0)
+
+# --- Mail (Django's mail API) ------------------------------------------------
+# EMAIL_URL selects an SMTP server (leaderboard/env.py, email_url); unset, every message is
+# written as one .eml file to $DATA_DIR/mail/ (leaderboard/core/mailfiles.py), so a laptop
+# and `make demo` show every mail without a server.
+EMAIL_URL = os.environ.get("EMAIL_URL", "")
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", f"{SITE_NAME} <noreply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+if EMAIL_URL:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    _smtp = email_url(EMAIL_URL)
+    EMAIL_HOST, EMAIL_PORT = _smtp["EMAIL_HOST"], _smtp["EMAIL_PORT"]
+    EMAIL_HOST_USER, EMAIL_HOST_PASSWORD = _smtp["EMAIL_HOST_USER"], _smtp["EMAIL_HOST_PASSWORD"]
+    EMAIL_USE_TLS, EMAIL_USE_SSL, EMAIL_TIMEOUT = _smtp["EMAIL_USE_TLS"], _smtp["EMAIL_USE_SSL"], _smtp["EMAIL_TIMEOUT"]
+else:
+    EMAIL_BACKEND = "leaderboard.core.mailfiles.EmlFileBackend"
+    EMAIL_FILE_PATH = DATA_DIR / "mail"
+
+# The staff's fair-play page (leaderboard/core/services/fairplay.py): pairs of entrants whose predictions
+# correlate at or above this within a round or split; the search samples this many values per entrant
+# (then checks candidates exactly); a report is reused this long while nothing new is submitted.
+FAIRPLAY_CORRELATION_THRESHOLD = envfloat("FAIRPLAY_CORRELATION_THRESHOLD", 0.99)
+if not 0 < FAIRPLAY_CORRELATION_THRESHOLD <= 1:
+    raise ValueError("FAIRPLAY_CORRELATION_THRESHOLD must be above 0 and at most 1")
+FAIRPLAY_SAMPLE_VALUES = envint("FAIRPLAY_SAMPLE_VALUES", 512)
+FAIRPLAY_CACHE_SECONDS = envint("FAIRPLAY_CACHE_SECONDS", 600)
 
 # The OpenAI-compatible endpoint for the de-identification pipeline (optional).
 DEID_LLM_URL = os.environ.get("DEID_LLM_URL", "")

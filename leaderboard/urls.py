@@ -19,10 +19,17 @@ urlpatterns = [
     path("submissions/", views.my_submissions, name="my_submissions"),
     path("submissions/<int:pk>/", views.submission_detail, name="submission_detail"),
     path("submissions/<int:pk>/select/", views.submission_select_view, name="submission_select"),
-    path("accounts/signup/", views.signup, name="signup"),
+    path("b/<slug:slug>/team/", views.team_page, name="team_page"),
+    path("b/<slug:slug>/fair-play/", views.fairplay_page, name="fairplay"),
+    path("invites/<int:pk>/answer/", views.invite_answer, name="invite_answer"),
+    # Ours first: sign-up and login behind the per-address throttles; then django-allauth's
+    # (email verification, password reset and change, email change).
+    path("accounts/signup/", views.ThrottledSignupView.as_view(), name="signup"),
     path("accounts/login/", views.ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/profile/", views.profile, name="profile"),
+    path("accounts/delete/", views.account_delete_view, name="account_delete"),
+    path("accounts/", include("allauth.urls")),
     path("api/", include("leaderboard.core.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

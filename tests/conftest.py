@@ -127,8 +127,25 @@ def live_server(request, _collected_static):
 def _test_settings(settings, tmp_path):
     # Files uploaded by tests go to a temporary media folder.
     settings.MEDIA_ROOT = tmp_path / "media"
+    # Mail without EMAIL_URL: one .eml file per message, here in the test's own folder.
+    settings.EMAIL_FILE_PATH = tmp_path / "mail"
     # Hashing passwords with a million PBKDF2 rounds is slow and tests nothing here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def smtp_server(settings):
+    """A real SMTP server in the test process (tests/support/smtp.py); Django's mail goes to it,
+    configured through the same ``EMAIL_URL`` parsing as the settings."""
+    from leaderboard.env import email_url
+    from tests.support.smtp import start_smtp
+
+    server, controller = start_smtp()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    for name, value in email_url(server.url).items():
+        setattr(settings, name, value)
+    yield server
+    controller.stop()
 
 
 @pytest.fixture(autouse=True)
@@ -157,8 +174,9 @@ def _fresh_throttles():
     client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
     if client_of is not None:  # Redis: delete throttle keys only, never the broker's
         client = client_of(None, write=True)
-        # and cached boards (leaderboard/core/boardcache.py) and the metrics' last counts (leaderboard/core/metrics.py)
-        for pattern in ("*throttle_*", "*boards:*", "*metrics:*"):
+        # and cached boards (leaderboard/core/boardcache.py), the metrics' last counts
+        # (leaderboard/core/metrics.py) and django-allauth's rate limits
+        for pattern in ("*throttle_*", "*boards:*", "*metrics:*", "*allauth:rl:*"):
             for key in client.scan_iter(match=pattern):
                 client.delete(key)
     else:

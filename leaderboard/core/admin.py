@@ -14,6 +14,7 @@ from typing import cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -100,7 +101,8 @@ class RoundInline(ShownNotEdited, admin.TabularInline):
 
 @admin.register(m.Benchmark)
 class BenchmarkAdmin(admin.ModelAdmin):
-    list_display = ("title", "slug", "kind", "daily_limit", "is_published", "private_revealed_at", "truth_link")
+    list_display = ("title", "slug", "kind", "daily_limit", "is_published", "private_revealed_at", "truth_link",
+                    "fairplay_link")
     list_filter = ("kind", "is_published")
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
@@ -110,6 +112,10 @@ class BenchmarkAdmin(admin.ModelAdmin):
     @admin.display(description="truth")
     def truth_link(self, obj):
         return format_html('<a href="{}">upload truth</a>', reverse("admin:core_benchmark_truth", args=[obj.pk]))
+
+    @admin.display(description="fair play")
+    def fairplay_link(self, obj):
+        return format_html('<a href="{}">fair-play report</a>', reverse("fairplay", args=[obj.slug]))
 
     @admin.action(description="Reveal the private leaderboard (only once submissions are closed)")
     def reveal_private(self, request, queryset):
@@ -418,8 +424,57 @@ class LeaderboardRowAdmin(ShownNotEdited, admin.ModelAdmin):
 
 @admin.register(m.DailyQuota)
 class DailyQuotaAdmin(ShownNotEdited, admin.ModelAdmin):
-    list_display = ("user", "benchmark", "day", "used")
+    list_display = ("user", "team", "benchmark", "day", "used")
     list_filter = ("day",)
+
+
+class TeamMembershipInline(ShownNotEdited, admin.TabularInline):
+    model = m.TeamMembership
+    extra = 0
+    can_delete = False
+    fields = ("user", "joined_at")
+    readonly_fields = fields
+
+
+class TeamInviteInline(ShownNotEdited, admin.TabularInline):
+    model = m.TeamInvite
+    extra = 0
+    can_delete = False
+    fields = ("user", "invited_by", "status", "created_at", "answered_at")
+    readonly_fields = fields
+
+
+class TeamEventInline(ShownNotEdited, admin.TabularInline):
+    model = m.TeamEvent
+    extra = 0
+    can_delete = False
+    fields = ("at", "kind", "user", "detail")
+    readonly_fields = fields
+
+
+@admin.register(m.Team)
+class TeamAdmin(ShownNotEdited, admin.ModelAdmin):
+    """Teams with their members, invites and audit log; participants form them (pages, API, client)."""
+
+    list_display = ("entrant", "benchmark", "member_count", "created_by", "created_at")
+    list_filter = ("benchmark",)
+    search_fields = ("entrant__name", "memberships__user__username")
+    inlines = [TeamMembershipInline, TeamInviteInline, TeamEventInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("entrant", "benchmark", "created_by").annotate(
+            members=Count("memberships"))
+
+    @admin.display(description="members", ordering="members")
+    def member_count(self, obj):
+        return obj.members
+
+
+@admin.register(m.TeamEvent)
+class TeamEventAdmin(ShownNotEdited, admin.ModelAdmin):
+    list_display = ("at", "team", "kind", "user", "detail")
+    list_filter = ("kind",)
+    search_fields = ("team__entrant__name", "user__username")
 
 
 @admin.register(m.ApiToken)

@@ -2,4 +2,4 @@ from django.conf import settings
 
 
 def site(request):
-    return {"SITE_NAME": settings.SITE_NAME}
+    return {"SITE_NAME": settings.SITE_NAME, "SOCIAL_LOGIN_PROVIDERS": settings.SOCIAL_LOGIN_PROVIDERS}

@@ -1,16 +1,6 @@
 from typing import cast
 
 from django import forms
-from django.contrib.auth.forms import UserCreationForm
-from django.contrib.auth.models import User
-
-
-class SignupForm(UserCreationForm):
-    email = forms.EmailField(required=False, max_length=254, help_text="Optional.")
-
-    class Meta:
-        model = User
-        fields = ("username", "email")
 
 
 class SubmitForm(forms.Form):
@@ -29,3 +19,26 @@ class TokenForm(forms.Form):
 class EntrantForm(forms.Form):
     name = forms.CharField(max_length=80)
     description = forms.CharField(max_length=300, required=False)
+
+
+class TeamForm(forms.Form):
+    name = forms.CharField(max_length=80, label="Team name", help_text="Shown on the boards as the team's entrant.")
+
+
+class InviteForm(forms.Form):
+    username = forms.CharField(max_length=150, label="Username to invite")
+
+
+class AccountDeleteForm(forms.Form):
+    password = forms.CharField(widget=forms.PasswordInput, label="Your password",
+                               help_text="To be sure it is you.")
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def clean_password(self):
+        password = self.cleaned_data["password"]
+        if self.user is None or not self.user.check_password(password):
+            raise forms.ValidationError("That is not your password.")
+        return password

@@ -31,7 +31,10 @@ class Benchmark(models.Model):
                                                                     "and licence, shown on every page of the "
                                                                     "benchmark.")
     config = models.JSONField(default=dict, blank=True, help_text="Validated by the kind.")
-    daily_limit = models.PositiveIntegerField(default=5, help_text="Accepted submissions per user per UTC day.")
+    daily_limit = models.PositiveIntegerField(default=5, help_text="Accepted submissions per user (or team) per UTC day.")
+    # Teams: at most this many members (null: no limit); no team forms or grows after the merge deadline.
+    team_size_max = models.PositiveIntegerField(null=True, blank=True)
+    team_merge_deadline = models.DateTimeField(null=True, blank=True)
     is_published = models.BooleanField(default=True)
     # When set, the private split is shown and ranks the final leaderboard.
     private_revealed_at = models.DateTimeField(null=True, blank=True)
@@ -230,10 +233,15 @@ def submission_upload_to(instance: Submission, filename: str) -> str:
 
 
 class SubmissionQuerySet(models.QuerySet):
+    def of_participant(self, user):
+        """The user's own uploads and those of the teams they are in (every member sees the team's)."""
+        teams = TeamMembership.objects.filter(user=user).values("team__entrant_id")
+        return self.filter(Q(user=user) | Q(entrant_id__in=teams))
+
     def visible_to(self, user):
         if user.is_staff:
             return self
-        return self.filter(user=user)
+        return self.of_participant(user)
 
 
 class Submission(models.Model):
@@ -504,13 +512,16 @@ class StandingsDocument(models.Model):
 
 
 class DailyQuota(models.Model):
-    """Accepted submissions of a user on a benchmark on one UTC day.
+    """Accepted submissions of a user (competing alone) or of a team on a benchmark on one UTC day.
 
     Incremented with a conditional UPDATE (used < limit), so concurrent posts
-    from any number of server processes can never accept more than the limit.
+    from any number of server processes can never accept more than the limit;
+    a team's members all update the team's one row.
     """
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="+")
+    team = models.ForeignKey("Team", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
     used = models.PositiveIntegerField(default=0)
@@ -519,6 +530,9 @@ class DailyQuota(models.Model):
         ordering = ["-day", "id"]
         constraints = [
             models.UniqueConstraint(fields=["user", "benchmark", "day"], name="daily_quota_unique"),
+            models.UniqueConstraint(fields=["team", "benchmark", "day"], name="daily_quota_team_unique"),
+            models.CheckConstraint(condition=Q(user__isnull=True) ^ Q(team__isnull=True),
+                                   name="daily_quota_user_or_team"),
         ]
 
 
@@ -595,3 +609,82 @@ class TimingBucket(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric}{{kind={self.kind}, le={self.le}}} = {self.count}"
+class Team(models.Model):
+    """A team on one benchmark. Its entrant (named as the team) is what boards, rounds,
+    standings, stakes and comparison sets show; its members share one daily limit."""
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="teams")
+    entrant = models.OneToOneField(Entrant, on_delete=models.PROTECT, related_name="team")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["benchmark_id", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.entrant.name} on {self.benchmark.slug}"
+
+
+class TeamMembership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships")
+    # The team's benchmark, repeated so that the database itself keeps a user in one team per benchmark.
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+")
+    joined_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["team_id", "joined_at", "id"]
+        constraints = [
+            # Two invites accepted at once: one insert wins, the other is an IntegrityError (409).
+            models.UniqueConstraint(fields=["user", "benchmark"], name="team_membership_one_per_benchmark"),
+        ]
+
+
+class TeamInvite(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        ACCEPTED = "accepted", "accepted"
+        DECLINED = "declined", "declined"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invites")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_invites")
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    created_at = models.DateTimeField(default=timezone.now)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], condition=Q(status="pending"),
+                                    name="team_invite_one_pending"),
+        ]
+        indexes = [
+            # "Your pending invites": an invitee's rows by status.
+            models.Index(fields=["user", "status"], name="team_invite_user_status"),
+        ]
+
+
+class TeamEvent(models.Model):
+    """A team's audit log: created, invited, joined, merged (a member brought uploads made alone),
+    declined, left."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created", "created"
+        INVITED = "invited", "invited"
+        JOINED = "joined", "joined"
+        MERGED = "merged", "merged"
+        DECLINED = "declined", "declined"
+        LEFT = "left", "left"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="events")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    detail = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["team_id", "at", "id"]

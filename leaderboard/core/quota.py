@@ -4,16 +4,17 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db.models import F
+from django.db.models import Exists, F, Q
 from django.utils import timezone
 
-from leaderboard.core.models import Benchmark, DailyQuota
+from leaderboard.core.models import Benchmark, DailyQuota, Team, TeamMembership
 
 
 @dataclass
 class QuotaExceeded(Exception):
     limit: int
     reset_at: dt.datetime
+    shared_by: str = "all your entrants"
 
     @property
     def retry_after_seconds(self) -> int:
@@ -23,7 +24,7 @@ class QuotaExceeded(Exception):
     def message(self) -> str:
         return (
             f"Daily limit reached: {self.limit} accepted submissions per UTC day on this benchmark, "
-            f"shared by all your entrants. It resets at {self.reset_at:%Y-%m-%d %H:%M} UTC "
+            f"shared by {self.shared_by}. It resets at {self.reset_at:%Y-%m-%d %H:%M} UTC "
             f"(in {_human_duration(self.retry_after_seconds)})."
         )
 
@@ -43,43 +44,66 @@ def next_reset(at: dt.datetime | None = None) -> dt.datetime:
     return dt.datetime.combine(day + dt.timedelta(days=1), dt.time.min, tzinfo=dt.timezone.utc)
 
 
-def quota_consume(*, user, benchmark: Benchmark) -> int:
-    """Take one submission from today's allowance; return how many remain.
+def _holder(*, user_id: int | None, team_id: int | None) -> dict:
+    """Whose row counts: the team's when the upload is a team's, else the user's own."""
+    return {"team_id": team_id} if team_id is not None else {"user_id": user_id}
+
+
+def quota_consume(*, user, benchmark: Benchmark, team: Team | None = None) -> int:
+    """Take one submission from today's allowance of ``user`` (competing alone) or of ``team``
+    (every member's uploads together); return how many remain.
 
     Must run inside the transaction that stores the submission, so a rollback
     gives the slot back. Raises QuotaExceeded when none is left.
     """
     day = utc_day()
     limit = benchmark.daily_limit
+    holder = _holder(user_id=user.pk, team_id=team.pk if team is not None else None)
     # Make sure today's row exists; concurrent inserts collapse on the unique constraint.
-    DailyQuota.objects.bulk_create(
-        [DailyQuota(user=user, benchmark=benchmark, day=day, used=0)], ignore_conflicts=True
-    )
+    DailyQuota.objects.bulk_create([DailyQuota(benchmark=benchmark, day=day, used=0, **holder)],
+                                   ignore_conflicts=True)
     # The conditional UPDATE is the lock: on PostgreSQL concurrent updaters queue
     # on the row and re-check used < limit after the holder commits; SQLite runs
     # one writer at a time. Never count-then-insert.
-    taken = DailyQuota.objects.filter(user=user, benchmark=benchmark, day=day, used__lt=limit).update(
+    taken = DailyQuota.objects.filter(benchmark=benchmark, day=day, used__lt=limit, **holder).update(
         used=F("used") + 1
     )
     if not taken:
-        raise QuotaExceeded(limit=limit, reset_at=next_reset())
-    used = DailyQuota.objects.filter(user=user, benchmark=benchmark, day=day).values_list("used", flat=True)[0]
+        shared = (f"the members of team {team.entrant.name}" if team is not None else "all your entrants")
+        raise QuotaExceeded(limit=limit, reset_at=next_reset(), shared_by=shared)
+    used = DailyQuota.objects.filter(benchmark=benchmark, day=day, **holder).values_list("used", flat=True)[0]
     return max(0, limit - used)
 
 
-def quota_refund(*, user_id: int, benchmark_id: int, day: dt.date) -> None:
-    """Give back a slot taken by a submission that failed on the server's side."""
-    DailyQuota.objects.filter(user_id=user_id, benchmark_id=benchmark_id, day=day, used__gt=0).update(
-        used=F("used") - 1
-    )
+def quota_add(*, benchmark: Benchmark, day: dt.date, used: int, user_id: int | None = None,
+              team_id: int | None = None) -> None:
+    """Count ``used`` more uploads on one row (a member joining or leaving a team brings them along)."""
+    if used <= 0:
+        return
+    holder = _holder(user_id=user_id, team_id=team_id)
+    DailyQuota.objects.bulk_create([DailyQuota(benchmark=benchmark, day=day, used=0, **holder)],
+                                   ignore_conflicts=True)
+    DailyQuota.objects.filter(benchmark=benchmark, day=day, **holder).update(used=F("used") + used)
+
+
+def quota_used(*, benchmark: Benchmark, day: dt.date, user_id: int | None = None, team_id: int | None = None) -> int:
+    return DailyQuota.objects.filter(benchmark=benchmark, day=day, **_holder(user_id=user_id, team_id=team_id)
+                                     ).values_list("used", flat=True).first() or 0
+
+
+def quota_refund(*, user_id: int, benchmark_id: int, day: dt.date, team_id: int | None = None) -> None:
+    """Give back a slot taken by a submission that failed on the server's side (the team's, for a team's)."""
+    DailyQuota.objects.filter(benchmark_id=benchmark_id, day=day, used__gt=0,
+                              **_holder(user_id=user_id, team_id=team_id)).update(used=F("used") - 1)
 
 
 def quota_remaining(*, user, benchmark: Benchmark) -> int:
+    """What ``user`` may still upload today: their team's allowance when they are in a team of the benchmark."""
     if not getattr(user, "is_authenticated", False):
         return benchmark.daily_limit
-    used = (
-        DailyQuota.objects.filter(user=user, benchmark=benchmark, day=utc_day())
-        .values_list("used", flat=True)
-        .first()
-    ) or 0
+    # One query: the team's row when the user is in a team of the benchmark, else their own.
+    teams = TeamMembership.objects.filter(user=user, benchmark=benchmark).values("team_id")
+    used = (DailyQuota.objects.filter(benchmark=benchmark, day=utc_day())
+            .filter(Q(team_id__in=teams) | Q(user=user, team__isnull=True) & ~Exists(teams))
+            .values_list("used", flat=True).first()) or 0
     return max(0, benchmark.daily_limit - used)

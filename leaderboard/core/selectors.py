@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from allauth.account.models import EmailAddress
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -30,6 +31,10 @@ from leaderboard.core.models import (
     StandingsDocument,
     Submission,
     SubmissionArray,
+    Team,
+    TeamEvent,
+    TeamInvite,
+    TeamMembership,
     TruthVersion,
 )
 from leaderboard.core.services.casedata import (
@@ -83,6 +88,66 @@ def benchmarks_visible(viewer) -> list[Benchmark]:
         entrant_count=Count("rounds__leaderboard_rows__entrant", distinct=True,
                             filter=Q(rounds__leaderboard_rows__split="public")),
     ).order_by("title", "id"))
+
+
+def viewer_entrants(viewer) -> QuerySet:
+    """The ids of the entrants a viewer competes as: their own and those of the teams they are in, as a
+    query (a subquery where it is used in another: "find me" costs no query more)."""
+    if not getattr(viewer, "is_authenticated", False):
+        return Entrant.objects.none().values_list("pk", flat=True)
+    return Entrant.objects.filter(Q(owner=viewer, team__isnull=True) | Q(team__memberships__user=viewer)
+                                  ).values_list("pk", flat=True)
+
+
+def viewer_entrant_ids(viewer) -> set[int]:
+    """``viewer_entrants`` as a set (the rows a board marks as the viewer's)."""
+    return set(viewer_entrants(viewer)) if getattr(viewer, "is_authenticated", False) else set()
+
+
+def email_addresses(user) -> list[dict]:
+    """The account's email addresses: ``email``, ``verified``, ``primary`` (primary first)."""
+    return list(EmailAddress.objects.filter(user=user).order_by("-primary", "id").values("email", "verified", "primary"))
+
+
+# -- teams ---------------------------------------------------------------------------
+
+def teams_of(benchmark: Benchmark) -> list[dict]:
+    """The benchmark's teams with their members (two queries): ``id``, ``name``, ``members``
+    (usernames, in joining order), ``created_at``."""
+    teams = list(Team.objects.filter(benchmark=benchmark).select_related("entrant").order_by("entrant__name", "id"))
+    members: dict[int, list[str]] = defaultdict(list)
+    for team_id, username in (TeamMembership.objects.filter(team__benchmark=benchmark)
+                              .order_by("joined_at", "id").values_list("team_id", "user__username")):
+        members[team_id].append(username)
+    return [{"id": t.pk, "name": t.entrant.name, "members": members[t.pk], "created_at": t.created_at,
+             "benchmark": benchmark.slug} for t in teams]
+
+
+def team_view(team: Team, *, viewer=None) -> dict:
+    """One team: ``id``, ``name``, ``benchmark``, ``members``; for its members also ``invites``
+    (pending) and ``events`` (the audit log, oldest first)."""
+    members = list(TeamMembership.objects.filter(team=team).order_by("joined_at", "id")
+                   .values_list("user__username", flat=True))
+    out = {"id": team.pk, "name": team.entrant.name, "benchmark": team.benchmark.slug, "members": members,
+           "created_at": team.created_at}
+    if getattr(viewer, "is_authenticated", False) and (viewer.username in members or viewer.is_staff):
+        out["invites"] = [{"id": i, "username": u, "created_at": at} for i, u, at in
+                          TeamInvite.objects.filter(team=team, status=TeamInvite.Status.PENDING)
+                          .order_by("created_at", "id").values_list("pk", "user__username", "created_at")]
+        out["events"] = [{"kind": k, "user": u, "detail": d, "at": at} for k, u, d, at in
+                         TeamEvent.objects.filter(team=team).order_by("at", "id")
+                         .values_list("kind", "user__username", "detail", "at")]
+    return out
+
+
+def invites_for(user, *, benchmark: Benchmark | None = None) -> list[dict]:
+    """A user's pending invites, newest first: ``id``, ``team``, ``team_id``, ``benchmark``, ``invited_by``."""
+    qs = TeamInvite.objects.filter(user=user, status=TeamInvite.Status.PENDING)
+    if benchmark is not None:
+        qs = qs.filter(team__benchmark=benchmark)
+    return [{"id": i, "team": name, "team_id": team_id, "benchmark": slug, "invited_by": by, "created_at": at}
+            for i, name, team_id, slug, by, at in qs.order_by("-created_at", "-id").values_list(
+                "pk", "team__entrant__name", "team_id", "team__benchmark__slug", "invited_by__username", "created_at")]
 
 
 # -- boards: paged, ranks derived from the stored order key ------------------------
@@ -188,7 +253,7 @@ def board_rank(qs: QuerySet, order: tuple[str, ...], row) -> int:
 
 def board_find(qs: QuerySet, order: tuple[str, ...], *, entrant_ids, page_size: int = DEFAULT_PAGE_SIZE):
     """The best-ranked row of any of ``entrant_ids`` on a board: ``(rank, page)``, or None."""
-    mine = qs.filter(entrant_id__in=list(entrant_ids)).order_by(*order).first()
+    mine = qs.filter(entrant_id__in=entrant_ids).order_by(*order).first()
     if mine is None:
         return None
     rank = board_rank(qs, order, mine)
@@ -230,7 +295,7 @@ def leaderboard_find(benchmark: Benchmark, *, split: str = "public", viewer=None
         return None
     round_ = round_ or leaderboard_round(benchmark)
     return board_find(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER,
-                      entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
+                      entrant_ids=viewer_entrants(viewer), page_size=page_size)
 
 
 def leaderboard_rows(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None):
@@ -402,7 +467,8 @@ def case_neighbours(case: Case) -> tuple[str | None, str | None]:
 
 
 def submissions_for(user, *, benchmark: Benchmark | None = None):
-    qs = (Submission.objects.filter(user=user).select_related("benchmark", "entrant", "round")
+    """The user's uploads and their teams' (every member sees the team's), newest first."""
+    qs = (Submission.objects.of_participant(user).select_related("benchmark", "entrant", "round", "user")
           .order_by("-received_at", "-id"))
     if benchmark is not None:
         qs = qs.filter(benchmark=benchmark)
@@ -496,7 +562,7 @@ def round_board_find(round_: Round, viewer, *, page_size: int = DEFAULT_PAGE_SIZ
     if not getattr(viewer, "is_authenticated", False) or _ranks_withheld(round_):
         return None
     return board_find(leaderboard_queryset(round_, "public"), LeaderboardRow.BOARD_ORDER,
-                      entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
+                      entrant_ids=viewer_entrants(viewer), page_size=page_size)
 
 
 def standings_queryset(benchmark: Benchmark, track: str = "") -> QuerySet:
@@ -516,7 +582,7 @@ def standings_find(benchmark: Benchmark, viewer, *, track: str = "", page_size: 
     if not getattr(viewer, "is_authenticated", False):
         return None
     return board_find(standings_queryset(benchmark, track), StandingRow.BOARD_ORDER,
-                      entrant_ids=viewer.entrants.values_list("pk", flat=True), page_size=page_size)
+                      entrant_ids=viewer_entrants(viewer), page_size=page_size)
 
 
 def round_history(round_: Round, *, entrant_names: list[str] | None = None) -> list[dict]:

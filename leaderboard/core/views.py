@@ -6,8 +6,10 @@ from typing import Any
 
 import markdown
 import nh3
+from allauth.account.views import SignupView
+from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.http import Http404, HttpResponse, HttpResponseServerError, JsonResponse
@@ -22,15 +24,18 @@ from rest_framework.throttling import ScopedRateThrottle
 from leaderboard.core import presentation, selectors
 from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
-from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
-from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
+from leaderboard.core.forms import AccountDeleteForm, EntrantForm, InviteForm, SubmitForm, TeamForm, TokenForm
+from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission, Team, TeamInvite
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
+from leaderboard.core.services.accounts import account_delete, upload_refusal
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.casedata import round_caseset
-from leaderboard.core.services.entrants import account_create, entrant_create, entrant_default
+from leaderboard.core.services.entrants import entrant_create, entrant_default, team_of
+from leaderboard.core.services.fairplay import fairplay_report
 from leaderboard.core.services.predictions import predictions_source
 from leaderboard.core.services.rounds import round_takes_submissions, submissions_refusal
-from leaderboard.core.services.submissions import submission_select
+from leaderboard.core.services.submissions import submission_select, submission_selectable_by
+from leaderboard.core.services.teams import invite_accept, invite_decline, team_create, team_invite, team_leave
 from leaderboard.core.services.tokens import token_create, token_revoke
 from leaderboard.core.services.uploads import submission_create
 from leaderboard.core.services.verify import benchmark_verify
@@ -78,9 +83,10 @@ def benchmark_detail(request, slug):
                                                      page=page_number, page_size=page_size))
     board = _board_summary(b, ("board", *where), fetch)
     columns = presentation.metric_columns(kind, b.config)
-    board_html = mark_safe(cached_read(b.pk, ("board-html", *where, _ranks_owned(board, request.user)),
+    mine = selectors.viewer_entrant_ids(request.user)
+    board_html = mark_safe(cached_read(b.pk, ("board-html", *where, _ranks_owned(board, mine)),
                                        lambda: render_to_string("core/leaderboard_table.html", {
-                                           "rows": fetch().rows, "columns": columns, "user": request.user,
+                                           "rows": fetch().rows, "columns": columns, "mine": mine,
                                            "intervals": kind.metric_intervals,
                                            "cells": presentation.board_cells(fetch().rows, columns,
                                                                              kind.metric_intervals),
@@ -125,17 +131,15 @@ def _board_summary(b: Benchmark, parts: tuple, fetch) -> selectors.BoardPage:
     ``(rank, owner_id)`` only: the table itself is cached already rendered."""
     def build():
         page = fetch()
-        return page.count, page.page, page.page_size, [(r.rank, r.entrant.owner_id) for r in page.rows]
+        return page.count, page.page, page.page_size, [(r.rank, r.entrant_id) for r in page.rows]
 
     count, page, page_size, owners = cached_read(b.pk, parts, build)
     return selectors.BoardPage(rows=owners, count=count, page=page, page_size=page_size)
 
 
-def _ranks_owned(board: selectors.BoardPage, viewer) -> tuple[int, ...]:
-    """The ranks on this page of the viewer's own entrants (marked in the table)."""
-    if not viewer.is_authenticated:
-        return ()
-    return tuple(rank for rank, owner_id in board.rows if owner_id == viewer.pk)
+def _ranks_owned(board: selectors.BoardPage, mine: set[int]) -> tuple[int, ...]:
+    """The ranks on this page of the viewer's own entrants and teams (marked in the table)."""
+    return tuple(rank for rank, entrant_id in board.rows if entrant_id in mine)
 
 
 def round_benchmark_detail(request, b: Benchmark):
@@ -148,10 +152,11 @@ def round_benchmark_detail(request, b: Benchmark):
     fetch = _once(lambda: selectors.standings_page(b, track=track, page=page_number, page_size=page_size))
     board = _board_summary(b, ("standings", *where), fetch)
     columns = list(kind.standings_metrics(b.config))
-    board_html = mark_safe(cached_read(b.pk, ("standings-html", *where, _ranks_owned(board, request.user)),
+    mine = selectors.viewer_entrant_ids(request.user)
+    board_html = mark_safe(cached_read(b.pk, ("standings-html", *where, _ranks_owned(board, mine)),
                                        lambda: render_to_string("core/round_board_table.html", {
                                            "rows": presentation.board_cells(fetch().rows, columns),
-                                           "columns": columns, "standings": True, "user": request.user,
+                                           "columns": columns, "standings": True, "mine": mine,
                                            "unranked": kind.has_comparison_sets,
                                            "empty": "No round is resolved yet: the standings appear once the "
                                                     "first final truth is scored."})))
@@ -184,7 +189,8 @@ def round_detail(request, slug, number):
     columns = list(kind.board_metrics(b.config))
     # The chart draws the top entrants of the board and the viewer's own.
     top = [r.entrant.name for r in selectors.round_board_page(round_, page=1, page_size=8).rows]
-    mine = ([e.name for e in request.user.entrants.all()] if request.user.is_authenticated else [])
+    mine_ids = selectors.viewer_entrant_ids(request.user)
+    mine = list(Entrant.objects.filter(pk__in=mine_ids).order_by("name", "id").values_list("name", flat=True))
     drawn = top + [m for m in mine if m not in top]
     history = selectors.round_history(round_, entrant_names=drawn)
     reference = kind.chart_reference(b.config)
@@ -192,7 +198,7 @@ def round_detail(request, slug, number):
                           for m in kind.chart_metrics(b.config)) if c]
     return render(request, "core/round_detail.html", {
         "benchmark": b, "kind": kind, "round": round_,
-        "board": board, "columns": columns,
+        "board": board, "columns": columns, "mine": mine_ids,
         "rows": presentation.board_cells(board.rows, columns, withheld=kind.withheld_metrics(b.config)),
         "find_me": selectors.round_board_find(round_, request.user, page_size=page_size),
         "versions": selectors.round_truth_versions(round_),
@@ -311,10 +317,15 @@ def submit(request, slug):
     is a banner saying when uploads are possible again, not a row of the error table."""
     b = _benchmark(request, slug)
     entrant_default(request.user)
-    entrants = list(Entrant.objects.filter(owner=request.user).order_by("created_at", "id"))
+    team = team_of(request.user, b)
+    entrants = ([] if team else
+                list(Entrant.objects.filter(owner=request.user, team__isnull=True).order_by("created_at", "id")))
     form = SubmitForm(request.POST or None, request.FILES or None, entrants=entrants)
     errors, status, retry_after, limit, closed = [], 200, None, None, submissions_refusal(b)
-    if request.method == "POST" and closed:
+    unverified = upload_refusal(request.user)
+    if request.method == "POST" and unverified:
+        status = 403
+    elif request.method == "POST" and closed:
         status = 409
     elif request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
@@ -324,8 +335,10 @@ def submit(request, slug):
                                          entrant=form.cleaned_data.get("entrant") or None)
         except SubmissionRejected as exc:
             status = exc.status
-            if exc.status == 409:  # the round closed meanwhile
+            if exc.status == 409:  # the round closed meanwhile, or the team changed
                 closed = "; ".join(e.message for e in exc.errors)
+            elif exc.status == 403:
+                unverified = "; ".join(e.message for e in exc.errors)
             else:
                 errors = [e.as_dict() for e in exc.errors]
         except QuotaExceeded as exc:
@@ -346,6 +359,8 @@ def submit(request, slug):
         "errors": errors,
         "limit": limit,
         "closed_message": closed,
+        "unverified": unverified,
+        "team": team,
         "resets_at": next_reset(),
         "remaining_today": quota_remaining(user=request.user, benchmark=b),
         "format_html": render_markdown(b.kind_impl.format_help(b.config)),
@@ -431,7 +446,8 @@ def submission_detail(request, pk):
         "hidden_rows": sum(1 for r in case_rows if r.get("split") == selectors.HIDDEN_SPLIT_LABEL),
         "round_open": open_,
         "events": list(sub.events.order_by("at", "id")),
-        "can_select": sub.user_id == request.user.pk and sub.status == Submission.Status.SCORED and open_,
+        "can_select": (sub.status == Submission.Status.SCORED and open_
+                       and submission_selectable_by(sub, request.user)),
     })
 
 
@@ -466,8 +482,8 @@ def round_submission_detail(request, sub: Submission):
 @login_required
 @require_POST
 def submission_select_view(request, pk):
-    sub = get_object_or_404(Submission.objects.filter(user=request.user).select_related("benchmark", "entrant", "round"),
-                            pk=pk)
+    sub = get_object_or_404(Submission.objects.of_participant(request.user)
+                            .select_related("benchmark", "entrant", "round"), pk=pk)
     try:
         submission_select(submission=sub, user=request.user)
         messages.success(request, f"Submission #{sub.pk} is now {sub.entrant.name}'s final choice.")
@@ -486,22 +502,23 @@ def _throttled(request, throttle, template: str, context: dict):
     return response
 
 
-@require_http_methods(["GET", "POST"])
-def signup(request):
-    if request.user.is_authenticated:
-        return redirect("benchmark_list")
-    form = SignupForm(request.POST or None)
-    if request.method == "POST":
-        refused = _throttled(request, SignupThrottle(), "registration/signup.html", {"form": SignupForm()})
+@method_decorator(require_http_methods(["GET", "POST"]), name="dispatch")
+class ThrottledSignupView(SignupView):
+    """django-allauth's sign-up (username, a unique email, a password; the verification link is
+    mailed) behind the per-address sign-up throttle; a form with errors answers 400."""
+
+    template_name = "account/signup.html"
+
+    def post(self, request, *args, **kwargs):
+        refused = _throttled(request, SignupThrottle(), self.template_name, {"form": self.get_form_class()()})
         if refused is not None:
             return refused
-    if request.method == "POST" and form.is_valid():
-        user = account_create(username=form.cleaned_data["username"], email=form.cleaned_data.get("email", ""),
-                              password=form.cleaned_data["password1"])
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, f"Welcome, {user.username}. Your entrant {user.username!r} is ready.")
-        return redirect("benchmark_list")
-    return render(request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        response.status_code = 400
+        return response
 
 
 @method_decorator(require_http_methods(["GET", "POST"]), name="dispatch")
@@ -542,11 +559,113 @@ def profile(request):
                     entrant_form.add_error("name", exc.errors[0].message)
     return render(request, "core/profile.html", {
         "tokens": list(ApiToken.objects.filter(user=request.user).order_by("-created_at", "-id")),
-        "entrants": list(Entrant.objects.filter(owner=request.user).order_by("created_at", "id")),
+        "entrants": list(Entrant.objects.filter(owner=request.user, team__isnull=True).order_by("created_at", "id")),
+        "teams": list(Team.objects.filter(memberships__user=request.user).select_related("entrant", "benchmark")
+                      .order_by("benchmark__title", "id")),
+        "invites": selectors.invites_for(request.user),
+        "addresses": selectors.email_addresses(request.user),
+        "unverified": upload_refusal(request.user),
         "new_key": new_key,
         "token_form": token_form,
         "entrant_form": entrant_form,
     }, status=400 if token_form.errors or entrant_form.errors else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account_delete_view(request):
+    """Delete the account after the password is given again (``account_delete`` says what stays)."""
+    form = AccountDeleteForm(request.POST or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        username = request.user.username
+        account_delete(user=request.user)
+        logout(request)
+        messages.success(request, f"The account {username} is deleted. Its entrants stay on past boards under "
+                                  "neutral names; its tokens no longer work.")
+        return redirect("benchmark_list")
+    return render(request, "account/account_delete.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def _answer(request, fail_to: str, action, success: str):
+    """Run a team service; a refusal becomes an error message. Always back to ``fail_to``."""
+    try:
+        action()
+        messages.success(request, success)
+    except SubmissionRejected as exc:
+        messages.error(request, "; ".join(e.message for e in exc.errors))
+    return redirect(fail_to)
+
+
+@require_http_methods(["GET", "POST"])
+def team_page(request, slug):
+    """The benchmark's teams; for a signed-in user, their team (members, invites, the audit log,
+    invite and leave) or the form to create one, and their invites to this benchmark's teams."""
+    b = _benchmark(request, slug)
+    team = team_of(request.user, b) if request.user.is_authenticated else None
+    here = reverse("team_page", args=[b.slug])
+    team_form, invite_form = TeamForm(), InviteForm()
+    if request.method == "POST":
+        if not request.user.is_authenticated:
+            return redirect(f"{reverse('login')}?next={here}")
+        action = request.POST.get("action")
+        if action == "create":
+            team_form = TeamForm(request.POST)
+            if team_form.is_valid():
+                name = team_form.cleaned_data["name"]
+                return _answer(request, here, lambda: team_create(user=request.user, benchmark=b, name=name),
+                               f"Team {name} created: your uploads to {b.title} now count for it.")
+        elif action == "invite" and team is not None:
+            invite_form = InviteForm(request.POST)
+            if invite_form.is_valid():
+                who = invite_form.cleaned_data["username"]
+                return _answer(request, here, lambda: team_invite(team=team, by=request.user, username=who),
+                               f"Invited {who}: they answer on their profile or this page.")
+        elif action == "leave" and team is not None:
+            return _answer(request, here, lambda: team_leave(team=team, user=request.user),
+                           f"You left team {team.entrant.name}; your next uploads to {b.title} are your own.")
+    return render(request, "core/team.html", {
+        "benchmark": b, "team": selectors.team_view(team, viewer=request.user) if team else None,
+        "teams": selectors.teams_of(b), "team_form": team_form, "invite_form": invite_form,
+        "invites": selectors.invites_for(request.user, benchmark=b) if request.user.is_authenticated else [],
+        "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
+    }, status=400 if team_form.errors or invite_form.errors else 200)
+
+
+@login_required
+@require_POST
+def invite_answer(request, pk):
+    """Accept or decline an invite (``action``), then back to the team page of its benchmark."""
+    invite = get_object_or_404(TeamInvite.objects.select_related("team__entrant", "team__benchmark"),
+                               pk=pk, user=request.user)
+    back = reverse("team_page", args=[invite.team.benchmark.slug])
+    name = invite.team.entrant.name
+    if request.POST.get("action") == "accept":
+        return _answer(request, back, lambda: invite_accept(invite_id=invite.pk, user=request.user),
+                       f"You joined team {name}: your uploads to {invite.team.benchmark.title} now count for it.")
+    return _answer(request, back, lambda: invite_decline(invite_id=invite.pk, user=request.user),
+                   f"You declined the invite to team {name}.")
+
+
+def fairplay_page(request, slug):
+    """Staff only (404 for anyone else): the benchmark's identical uploads and correlated pairs;
+    ``?threshold=`` (above 0, at most 1) looks below or above the configured one."""
+    if not request.user.is_staff:
+        raise Http404("no such page")
+    b = _benchmark(request, slug)
+    threshold, error = settings.FAIRPLAY_CORRELATION_THRESHOLD, None
+    if request.GET.get("threshold"):
+        try:
+            threshold = float(request.GET["threshold"])
+            if not 0 < threshold <= 1:
+                raise ValueError
+        except ValueError:
+            threshold, error = settings.FAIRPLAY_CORRELATION_THRESHOLD, "the threshold is a number above 0, at most 1"
+    report = fairplay_report(b, threshold=threshold)
+    kind = b.kind_impl
+    return render(request, "core/fairplay.html", {
+        "benchmark": b, "report": report, "error": error, "default_threshold": settings.FAIRPLAY_CORRELATION_THRESHOLD,
+        "standings_rule": kind.leaderboard_note(b.config) if kind.is_round_kind else None,
+    }, status=400 if error else 200)
 
 
 def server_error(request):

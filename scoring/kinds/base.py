@@ -237,6 +237,11 @@ class Kind:
         """
         raise ValidationFailed([RowError(f"kind {self.name!r} has no verify endpoint")], status=403)
 
+    def prediction_values(self, parsed: Any, case_ids: Sequence[str]) -> np.ndarray:
+        """A static kind's submission as numbers: one row per id of ``case_ids``, one column per
+        predicted quantity, NaN where nothing is predicted. The fair-play report correlates these."""
+        raise NotImplementedError(f"kind {self.name!r} does not give its predictions as numbers")
+
     def verify_available(self, config: Mapping[str, Any]) -> bool:
         """Whether this benchmark offers the dry run (``verify``)."""
         return False
@@ -656,6 +661,27 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
                      f"({len(missing)} of {len(universe)} missing)", None, "id")
     errs.raise_if_any()
     return values
+
+
+STANDINGS_MIN_ROUNDS = "standings_min_rounds"
+
+
+def standings_min_rounds_config(config: Mapping[str, Any]) -> tuple[int, RowError | None]:
+    """The config key every round kind takes: ``standings_min_rounds`` (default 1), the resolved
+    rounds an entrant needs before it appears in the standings. ``(value, error or None)``."""
+    value = config.get(STANDINGS_MIN_ROUNDS, 1)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
+        return 1, RowError(f"config key {STANDINGS_MIN_ROUNDS!r}: must be a whole number of rounds, 1 to 1000; "
+                           f"got {value!r}", column=STANDINGS_MIN_ROUNDS, file="benchmark.json")
+    return value, None
+
+
+def standings_min_rounds_note(min_rounds: int) -> str:
+    """What the standings page says about the rule (nothing when every entrant is listed after one round)."""
+    if min_rounds <= 1:
+        return " Every entrant is listed from its first resolved round (standings_min_rounds 1)."
+    return (f" An entrant appears in the standings once it has {min_rounds} resolved rounds "
+            f"(standings_min_rounds), so one lucky round never tops entrants with {min_rounds} or more.")
 
 
 def windowed_mean_standings(results: Sequence[RoundResult], *, window: int, rank_by: str) -> Standings:

@@ -589,6 +589,19 @@ class ImpactKind(Kind):
         out.sort(key=lambda p: p.case_id)
         return ImpactSubmission(tuple(out))
 
+    def prediction_values(self, parsed: ImpactSubmission, case_ids: Sequence[str]) -> np.ndarray:
+        """Columns: the category's ordinal (0 very_negative .. 6 very_positive), confidence and
+        predicted_score; rows in ``case_ids`` order, NaN where not predicted."""
+        ordinal = {name: i for i, name in enumerate(mi.CATEGORIES)}
+        by_id = {p.case_id: p for p in parsed.predictions}
+        out = np.full((len(case_ids), 3), np.nan)
+        for row, cid in enumerate(case_ids):
+            p = by_id.get(cid)
+            if p is not None:
+                out[row] = (ordinal[p.predicted_impact], np.nan if p.confidence is None else p.confidence,
+                            np.nan if p.predicted_score is None else p.predicted_score)
+        return out
+
     def dump_submission(self, parsed: ImpactSubmission) -> dict[str, Any]:
         return {"predictions": [p.as_dict() for p in parsed.predictions]}
 

@@ -37,6 +37,7 @@ from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import (
+    STANDINGS_MIN_ROUNDS,
     Case,
     CaseSet,
     Column,
@@ -50,6 +51,8 @@ from scoring.kinds.base import (
     Standing,
     Standings,
     Universe,
+    standings_min_rounds_config,
+    standings_min_rounds_note,
 )
 from scoring.metrics_portfolio import (
     CASH,
@@ -145,7 +148,7 @@ class PortfolioKind(RoundKind):
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
         config = dict(config or {})
         errors: list[RowError] = []
-        allowed = {"benchmark_option", "max_rationale_chars", "max_upload_bytes"}
+        allowed = {"benchmark_option", "max_rationale_chars", "max_upload_bytes", STANDINGS_MIN_ROUNDS}
         for key in config:
             if key not in allowed:
                 errors.append(_config_error(str(key), f"unknown key; allowed: {', '.join(sorted(allowed))}"))
@@ -160,9 +163,12 @@ class PortfolioKind(RoundKind):
             errors.append(_config_error("benchmark_option", "must name the S&P 500's option: at most "
                                         f"{MAX_OPTION_CHARS} printable characters without commas, not CASH; got "
                                         f"{benchmark!r}"))
+        min_rounds, error = standings_min_rounds_config(config)
+        errors += [error] if error else []
         if errors:
             raise ValidationFailed(errors)
-        return {"benchmark_option": benchmark, "max_rationale_chars": cap, "max_upload_bytes": size}
+        return {"benchmark_option": benchmark, "max_rationale_chars": cap, "max_upload_bytes": size,
+                STANDINGS_MIN_ROUNDS: min_rounds}
 
     def max_upload_bytes(self, config: Mapping[str, Any]) -> int:
         return self.validate_config(config)["max_upload_bytes"]
@@ -182,7 +188,8 @@ class PortfolioKind(RoundKind):
     def leaderboard_note(self, config: Mapping[str, Any]) -> str:
         return ("All-available history of this track: every round an entrant completed, returns summed "
                 "(never compounded) against the summed oracle. Shown as context, not as the ranking: models "
-                "are ranked inside comparison sets, over the rounds every member completed.")
+                "are ranked inside comparison sets, over the rounds every member completed."
+                + standings_min_rounds_note(self.validate_config(config)[STANDINGS_MIN_ROUNDS]))
 
     # -- universe -------------------------------------------------------------
     def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:

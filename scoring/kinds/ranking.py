@@ -33,6 +33,7 @@ import numpy as np
 from scoring.errors import RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import (
+    STANDINGS_MIN_ROUNDS,
     UNIVERSE_MAX_BYTES,
     CaseSet,
     Column,
@@ -47,6 +48,8 @@ from scoring.kinds.base import (
     Universe,
     read_id_universe,
     read_id_values,
+    standings_min_rounds_config,
+    standings_min_rounds_note,
     windowed_mean_standings,
 )
 from scoring.metrics_ranking import MISSING_RULES, rank_targets, score_ranking_horizons
@@ -55,7 +58,8 @@ DEFAULT_HORIZONS = ("10d", "30d")
 DEFAULT_K = 40
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 HORIZON_NAME = re.compile(r"^[A-Za-z0-9]{1,20}$")
-CONFIG_KEYS = ("horizons", "k", "weights", "standings_window", "missing_returns", "max_upload_bytes")
+CONFIG_KEYS = ("horizons", "k", "weights", "standings_window", "missing_returns", "max_upload_bytes",
+               STANDINGS_MIN_ROUNDS)
 
 
 def _config_error(key: str, message: str) -> RowError:
@@ -127,10 +131,12 @@ class RankingKind(RoundKind):
         cap = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
         if not isinstance(cap, int) or isinstance(cap, bool) or not 1024 <= cap <= 100 * 1024 * 1024:
             errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 104857600; got {cap!r}"))
+        min_rounds, error = standings_min_rounds_config(config)
+        errors += [error] if error else []
         if errors:
             raise ValidationFailed(errors)
         return {"horizons": list(horizons), "k": k, "weights": weights, "standings_window": window,
-                "missing_returns": missing, "max_upload_bytes": cap}
+                "missing_returns": missing, "max_upload_bytes": cap, STANDINGS_MIN_ROUNDS: min_rounds}
 
     def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
         cfg = self.validate_config(config)
@@ -168,7 +174,7 @@ class RankingKind(RoundKind):
         cfg = self.validate_config(config)
         return (f"Standings: the mean of each metric over the last {cfg['standings_window']} resolved rounds an "
                 f"entrant took part in, ranked by the mean score (symmetric NDCG@{cfg['k']} over the horizons "
-                f"{', '.join(cfg['horizons'])}).")
+                f"{', '.join(cfg['horizons'])})." + standings_min_rounds_note(cfg[STANDINGS_MIN_ROUNDS]))
 
     # -- universe and uploads -------------------------------------------------
     def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:

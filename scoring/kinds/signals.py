@@ -29,6 +29,7 @@ from scoring import csvfile
 from scoring.errors import RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import (
+    STANDINGS_MIN_ROUNDS,
     UNIVERSE_MAX_BYTES,
     CaseSet,
     Column,
@@ -43,6 +44,8 @@ from scoring.kinds.base import (
     Universe,
     read_id_universe,
     read_id_values,
+    standings_min_rounds_config,
+    standings_min_rounds_note,
     windowed_mean_standings,
 )
 from scoring.rounds import (
@@ -90,7 +93,7 @@ class SignalsKind(RoundKind):
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
         config = dict(config or {})
         errors: list[RowError] = []
-        allowed = {"rank_by", "standings_window", "extra_targets", "max_upload_bytes"}
+        allowed = {"rank_by", "standings_window", "extra_targets", "max_upload_bytes", STANDINGS_MIN_ROUNDS}
         for key in config:
             if key not in allowed:
                 errors.append(_config_error(str(key), f"unknown key; allowed: {', '.join(sorted(allowed))}"))
@@ -113,10 +116,12 @@ class SignalsKind(RoundKind):
         cap = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
         if not isinstance(cap, int) or isinstance(cap, bool) or not 1024 <= cap <= 100 * 1024 * 1024:
             errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 104857600; got {cap!r}"))
+        min_rounds, error = standings_min_rounds_config(config)
+        errors += [error] if error else []
         if errors:
             raise ValidationFailed(errors)
         return {"rank_by": rank_by, "standings_window": window, "extra_targets": list(extra),
-                "max_upload_bytes": cap}
+                "max_upload_bytes": cap, STANDINGS_MIN_ROUNDS: min_rounds}
 
     def ranking_metric_for(self, config: Mapping[str, Any]) -> str:
         return self.validate_config(config)["rank_by"]
@@ -140,7 +145,8 @@ class SignalsKind(RoundKind):
     def leaderboard_note(self, config: Mapping[str, Any]) -> str:
         cfg = self.validate_config(config)
         return (f"Standings: the mean of each metric over the last {cfg['standings_window']} resolved rounds "
-                f"an entrant took part in, ranked by {self.metric(cfg['rank_by']).label}.")
+                f"an entrant took part in, ranked by {self.metric(cfg['rank_by']).label}."
+                + standings_min_rounds_note(cfg[STANDINGS_MIN_ROUNDS]))
 
     # -- universe -------------------------------------------------------------
     def parse_universe(self, data: bytes, *, filename: str, config: Mapping[str, Any]) -> CaseSet:

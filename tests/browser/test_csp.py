@@ -45,5 +45,9 @@ def test_csp_header_is_sent_and_the_api_docs_admin_and_pages_run_under_it(live_s
     # A case's texts wrap by a class of the admin's own stylesheet, not an inline style.
     page.goto(f"{base}/admin/core/case/{Case.objects.order_by('pk').first().pk}/change/")
     assert page.locator("pre.wrapped").first.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
+    # The account and team pages (django-allauth's among them) and the staff's fair-play page, signed in.
+    for path in ("/accounts/password/reset/", "/accounts/email/", "/accounts/password/change/", "/accounts/delete/",
+                 "/accounts/profile/", "/b/mini-props/team/", "/b/mini-props/fair-play/", "/admin/core/team/"):
+        assert page.goto(f"{base}{path}").status == 200, path
 
     assert page.console_errors == [], page.console_errors

@@ -23,7 +23,7 @@ def _random_address() -> str:
 
 
 def _signup(client, n: int, **headers) -> int:
-    return client.post("/accounts/signup/", {"username": f"sock{n}", "email": "", "password1": "a-long-passphrase-9",
+    return client.post("/accounts/signup/", {"username": f"sock{n}", "email": f"sock{n}@example.org", "password1": "a-long-passphrase-9",
                                              "password2": "a-long-passphrase-9"}, **headers).status_code
 
 

@@ -21,6 +21,7 @@ from leaderboard.core.api.auth import token_create
 from leaderboard.core.models import StandingRow
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load
+from leaderboard.core.services.teams import team_create, team_invite
 from leaderboard.core.services.uploads import submission_create
 from tests.support.impact import PREDICTIONS, write_impact_bundle
 from tests.support.openapi import api_schema
@@ -47,9 +48,21 @@ include-path-regex = "^/api/submissions/"
 parameters = {{ id = {submission} }}
 
 [[operations]]
-include-path-regex = "^/api/benchmarks/\\\\{{slug\\\\}}/(submissions|verify)/$"
+include-path-regex = "^/api/benchmarks/\\\\{{slug\\\\}}/(submissions|verify|teams)/$"
 include-method = "POST"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
+
+# Teams: a team and an invite of the caller's; creating, inviting, accepting and leaving twice is a 409
+# (already in a team, already answered) or a 403/404 (not a member, no such user) saying why.
+[[operations]]
+include-path-regex = "^/api/teams/"
+parameters = {{ id = {team} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "403", "404", "409"]
+
+[[operations]]
+include-path-regex = "^/api/invites/\\\\{{id\\\\}}/"
+parameters = {{ id = {invite} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "403", "404", "409"]
 """
 
 
@@ -78,6 +91,8 @@ def live_api(tmp_path, users):
     round_open(benchmark=rounds, data=gen.universe_csv(), filename="universe.csv", user=users["organiser"])
     assert StandingRow.objects.filter(benchmark=rounds).count() == 2  # the standings have rows to check
     sub = submission_create(user=users["owner"], benchmark=static, predictions=PREDICTIONS).submission
+    team = team_create(user=users["member"], benchmark=static, name="Contract Team")
+    invite = team_invite(team=team, by=users["member"], username="owner")
     _, key = token_create(user=users["owner"])
     proc, base = start_gunicorn(workers=1, threads=4, env_overrides={
         "DEBUG": "false", "SECRET_KEY": "contract-test", "ALLOWED_HOSTS": "127.0.0.1",
@@ -86,7 +101,8 @@ def live_api(tmp_path, users):
         "THROTTLE_ANON": "100000/min", "THROTTLE_USER": "100000/min", "THROTTLE_UPLOAD": "100000/min",
         "THROTTLE_VERIFY": "100000/min"})
     try:
-        yield {"base": base, "key": key, "static": static.slug, "rounds": rounds.slug, "submission": sub.pk}
+        yield {"base": base, "key": key, "static": static.slug, "rounds": rounds.slug, "submission": sub.pk,
+               "team": team.pk, "invite": invite.pk}
     finally:
         log = stop_worker(proc)
         if "Traceback" in log:
@@ -111,7 +127,8 @@ def test_api_contract_unrouted_api_paths_and_wrong_methods_answer_json(live_api)
 def test_api_contract_schemathesis_every_check_passes(live_api, tmp_path, benchmark):
     """Once with the benchmark-scoped operations on the impact benchmark, once on the round benchmark."""
     config = tmp_path / "schemathesis.toml"
-    config.write_text(CONFIG.format(slug=live_api[benchmark], submission=live_api["submission"]))
+    config.write_text(CONFIG.format(slug=live_api[benchmark], submission=live_api["submission"],
+                                    team=live_api["team"], invite=live_api["invite"]))
     run = subprocess.run(
         [str(Path(sys.executable).with_name("st")), "--config-file", str(config), "run",
          f"{live_api['base']}/api/schema/", "--checks", "all", "--max-examples", str(MAX_EXAMPLES),

@@ -106,7 +106,7 @@ def test_pages_submission_detail_is_private_to_its_owner(client, mini_benchmark,
 
 
 def test_pages_signup_login_logout(client, db):
-    resp = client.post("/accounts/signup/", {"username": "newbie", "email": "", "password1": "a-long-passphrase-9",
+    resp = client.post("/accounts/signup/", {"username": "newbie", "email": "newbie@example.org", "password1": "a-long-passphrase-9",
                                              "password2": "a-long-passphrase-9"})
     assert resp.status_code == 302
     assert Entrant.objects.filter(owner__username="newbie", name="newbie").exists()

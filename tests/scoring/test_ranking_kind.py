@@ -30,7 +30,8 @@ def errors_of(info) -> set[tuple]:
 
 def test_config_defaults_and_refusals():
     assert CONFIG == {"horizons": ["10d", "30d"], "k": 40, "weights": {"10d": 1.0, "30d": 1.0},
-                      "standings_window": 20, "missing_returns": "drop_id", "max_upload_bytes": 10 * 1024 * 1024}
+                      "standings_window": 20, "missing_returns": "drop_id", "max_upload_bytes": 10 * 1024 * 1024,
+                      "standings_min_rounds": 1}
     with pytest.raises(ValidationFailed) as info:
         KIND.validate_config({"k": 0, "weights": {"10d": 1, "7d": 2}, "horizons": ["10d", "30d"], "colour": 1,
                               "missing_returns": "keep"})

@@ -31,7 +31,9 @@ def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | 
     )
     proc.log_path = log.name  # type: ignore[attr-defined]
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    # Each worker imports the whole site before it answers: three at once on a loaded 2-core machine took
+    # 29 s (load average 15); the wait ends as soon as one answers.
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError("gunicorn exited:\n" + Path(log.name).read_text())

@@ -34,12 +34,15 @@ from leaderboard_client.models import (
     EntrantHistory,
     History,
     HistoryPoint,
+    Invite,
     LeaderboardPage,
     LeaderboardRow,
     Metric,
     Round,
     Submission,
     SubmissionReceipt,
+    Team,
+    TeamEvent,
     TruthVersion,
     VerifyResult,
 )
@@ -47,7 +50,7 @@ from leaderboard_client.models import (
 __all__ = [
     "ApiError", "AuditEntry", "AuthenticationFailed", "Benchmark", "BenchmarkSummary", "Client", "ComparisonRow",
     "ComparisonSet", "Conflict", "DailyLimitReached", "EntrantHistory", "ErrorItem", "History", "HistoryPoint",
-    "InvalidRequest", "LeaderboardError", "LeaderboardPage", "LeaderboardRow", "Metric", "NetworkError",
+    "InvalidRequest", "Invite", "LeaderboardError", "LeaderboardPage", "LeaderboardRow", "Metric", "NetworkError",
     "NoOpenRound", "NotFound", "PayloadTooLarge", "PermissionDenied", "RateLimited", "Round", "ServerError",
-    "Submission", "SubmissionReceipt", "TruthVersion", "VerifyResult", "WaitTimeout", "__version__",
+    "Submission", "SubmissionReceipt", "Team", "TeamEvent", "TruthVersion", "VerifyResult", "WaitTimeout", "__version__",
 ]

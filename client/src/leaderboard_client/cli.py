@@ -293,6 +293,102 @@ def cmd_universe(client: Client, args: argparse.Namespace, out) -> int:
     return EXIT_OK
 
 
+# -- teams (lb team ...) --------------------------------------------------------------
+def cmd_team_list(client: Client, args: argparse.Namespace, out) -> int:
+    teams = client.teams(args.slug)
+    _emit(["id", "name", "members"], [[t.id, t.name, ", ".join(t.members)] for t in teams],
+          [t.raw for t in teams], args.format, out)
+    return EXIT_OK
+
+
+def _print_team(team, out) -> None:
+    out.write(f"team {team.id}: {team.name} on {team.benchmark}\n")
+    out.write(f"members: {', '.join(team.members) or '(none left)'}\n")
+    if team.invites:
+        out.write(f"invited, no answer yet: {', '.join(team.invites)}\n")
+    for e in team.events:
+        out.write(f"  {_fmt(e.at)}  {e.kind:<8} {e.detail}\n")
+
+
+def cmd_team_show(client: Client, args: argparse.Namespace, out) -> int:
+    team = client.team(args.team_id)
+    if args.format == "json":
+        out.write(json.dumps(team.raw, indent=2) + "\n")
+    else:
+        _print_team(team, out)
+    return EXIT_OK
+
+
+def cmd_team_create(client: Client, args: argparse.Namespace, out) -> int:
+    team = client.create_team(args.slug, args.name)
+    out.write(f"created team {team.id}: {team.name} on {team.benchmark}; your uploads there count for it\n")
+    return EXIT_OK
+
+
+def cmd_team_invite(client: Client, args: argparse.Namespace, out) -> int:
+    invite_id = client.invite(args.team_id, args.username)
+    out.write(f"invited {args.username} (invite {invite_id}); they answer with: lb team accept {invite_id}\n")
+    return EXIT_OK
+
+
+def cmd_team_invites(client: Client, args: argparse.Namespace, out) -> int:
+    invites = client.invites()
+    _emit(["id", "team", "benchmark", "invited_by"], [[i.id, i.team, i.benchmark, i.invited_by] for i in invites],
+          [vars(i) for i in invites], args.format, out)
+    return EXIT_OK
+
+
+def cmd_team_accept(client: Client, args: argparse.Namespace, out) -> int:
+    team = client.accept_invite(args.invite_id)
+    out.write(f"joined team {team.id}: {team.name} on {team.benchmark} ({', '.join(team.members)})\n")
+    return EXIT_OK
+
+
+def cmd_team_decline(client: Client, args: argparse.Namespace, out) -> int:
+    client.decline_invite(args.invite_id)
+    out.write(f"declined invite {args.invite_id}\n")
+    return EXIT_OK
+
+
+def cmd_team_leave(client: Client, args: argparse.Namespace, out) -> int:
+    team = client.leave_team(args.team_id)
+    out.write(f"left team {team.id}: {team.name}; your next uploads to {team.benchmark} are your own\n")
+    return EXIT_OK
+
+
+def add_team_parser(sub) -> None:
+    """``lb team ...``: create, list, show, invite, invites, accept, decline, leave."""
+    team = sub.add_parser("team", help="teams: create, invite, accept, decline, leave, list").add_subparsers(
+        dest="team_command", required=True, metavar="ACTION")
+    p = team.add_parser("list", help="a benchmark's teams and their members")
+    p.add_argument("slug")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(func=cmd_team_list)
+    p = team.add_parser("show", help="one team (members see its pending invites and audit log)")
+    p.add_argument("team_id", type=int)
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_team_show)
+    p = team.add_parser("create", help="create a team on a benchmark; you are its first member")
+    p.add_argument("slug")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_team_create)
+    p = team.add_parser("invite", help="invite a user to your team")
+    p.add_argument("team_id", type=int)
+    p.add_argument("username")
+    p.set_defaults(func=cmd_team_invite)
+    p = team.add_parser("invites", help="your pending invites")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(func=cmd_team_invites)
+    for action, func, what in (("accept", cmd_team_accept, "join the invite's team"),
+                               ("decline", cmd_team_decline, "decline the invite")):
+        p = team.add_parser(action, help=what)
+        p.add_argument("invite_id", type=int)
+        p.set_defaults(func=func)
+    p = team.add_parser("leave", help="leave a team")
+    p.add_argument("team_id", type=int)
+    p.set_defaults(func=cmd_team_leave)
+
+
 # -- errors ---------------------------------------------------------------------
 def _report(exc: LeaderboardError) -> int:
     """Print what went wrong, the server's row/column messages included; return the exit code."""
@@ -380,6 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--round", type=int)
     p.add_argument("-o", "--output", help="write to this file (default: standard output)")
     p.set_defaults(func=cmd_universe)
+    add_team_parser(sub)
     return parser
 
 

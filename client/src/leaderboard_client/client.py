@@ -43,11 +43,13 @@ from leaderboard_client.models import (
     BenchmarkSummary,
     ComparisonSet,
     History,
+    Invite,
     LeaderboardPage,
     LeaderboardRow,
     Round,
     Submission,
     SubmissionReceipt,
+    Team,
     VerifyResult,
 )
 
@@ -367,6 +369,47 @@ class Client:
         response = self._request("POST", f"{self._b(slug)}/rounds/{int(number)}/truth/", repeatable=False,
                                  files={"file": _file_part(truth, "truth.csv")}, data=form)
         return _json_or_none(response) or {}
+
+    # -- teams --------------------------------------------------------------------
+    def teams(self, slug: str) -> list[Team]:
+        """``GET /api/benchmarks/{slug}/teams/``: the benchmark's teams with their members."""
+        return [Team.from_json(t) for t in self._get(f"{self._b(slug)}/teams/")]
+
+    def team(self, team_id: int) -> Team:
+        """``GET /api/teams/{id}/``: members; for a member also pending invites and the audit log."""
+        return Team.from_json(self._get(f"/api/teams/{int(team_id)}/"))
+
+    def create_team(self, slug: str, name: str) -> Team:
+        """``POST /api/benchmarks/{slug}/teams/``: you become its first member; your uploads to the benchmark
+        count for it from now on (Conflict when you are in a team there already)."""
+        response = self._request("POST", f"{self._b(slug)}/teams/", repeatable=False, json_body={"name": name})
+        return Team.from_json(self._json(response))
+
+    def invite(self, team_id: int, username: str) -> int:
+        """``POST /api/teams/{id}/invites/`` (members only); returns the invite's id. Sending it again
+        returns the pending invite, so a retry is safe."""
+        response = self._request("POST", f"/api/teams/{int(team_id)}/invites/", repeatable=True,
+                                 json_body={"username": username})
+        return int(self._json(response)["id"])
+
+    def invites(self) -> list[Invite]:
+        """``GET /api/invites/``: your pending invites."""
+        return [Invite.from_json(i) for i in self._get("/api/invites/")]
+
+    def accept_invite(self, invite_id: int) -> Team:
+        """``POST /api/invites/{id}/accept/``: join the team. Conflict, saying why, when the team is full,
+        past its merge deadline, you are in another team, or your uploads alone break the merge rule."""
+        response = self._request("POST", f"/api/invites/{int(invite_id)}/accept/", repeatable=False)
+        return Team.from_json(self._json(response))
+
+    def decline_invite(self, invite_id: int) -> None:
+        """``POST /api/invites/{id}/decline/``."""
+        self._request("POST", f"/api/invites/{int(invite_id)}/decline/", repeatable=False)
+
+    def leave_team(self, team_id: int) -> Team:
+        """``POST /api/teams/{id}/leave/``: your next uploads to its benchmark are your own."""
+        return Team.from_json(self._json(self._request("POST", f"/api/teams/{int(team_id)}/leave/",
+                                                       repeatable=False)))
 
 
 # -- helpers ----------------------------------------------------------------------

@@ -344,3 +344,57 @@ class ComparisonSet:
         count = _int(d.get("count"))
         return cls(members=list(d.get("members") or []), rounds=list(d.get("rounds") or []), rows=rows,
                    count=len(rows) if count is None else count, next=d.get("next") or None, raw=d)
+
+
+@dataclass
+class TeamEvent:
+    """One line of a team's audit log: created, invited, joined, merged, declined, left."""
+
+    kind: str
+    user: str | None
+    detail: str
+    at: dt.datetime | None
+
+    @classmethod
+    def from_json(cls, d: dict) -> TeamEvent:
+        return cls(kind=d.get("kind", ""), user=d.get("user"), detail=d.get("detail", ""),
+                   at=parse_datetime(d.get("at")))
+
+
+@dataclass
+class Team:
+    """A team on one benchmark: its name is its entrant on the boards. ``invites`` (pending usernames)
+    and ``events`` (the audit log) are given to its members only."""
+
+    id: int
+    name: str
+    benchmark: str
+    members: list[str] = field(default_factory=list)
+    created_at: dt.datetime | None = None
+    invites: list[str] = field(default_factory=list)
+    events: list[TeamEvent] = field(default_factory=list)
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, d: dict) -> Team:
+        return cls(id=d.get("id"), name=d.get("name", ""), benchmark=d.get("benchmark", ""),
+                   members=list(d.get("members") or []), created_at=parse_datetime(d.get("created_at")),
+                   invites=[i.get("username", "") for i in d.get("invites") or []],
+                   events=[TeamEvent.from_json(e) for e in d.get("events") or []], raw=d)
+
+
+@dataclass
+class Invite:
+    """A pending invite to a team: accept or decline it by ``id``."""
+
+    id: int
+    team: str
+    team_id: int
+    benchmark: str
+    invited_by: str | None = None
+    created_at: dt.datetime | None = None
+
+    @classmethod
+    def from_json(cls, d: dict) -> Invite:
+        return cls(id=d.get("id"), team=d.get("team", ""), team_id=d.get("team_id"), benchmark=d.get("benchmark", ""),
+                   invited_by=d.get("invited_by"), created_at=parse_datetime(d.get("created_at")))

@@ -152,6 +152,7 @@ class SubmissionSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     benchmark = serializers.CharField()
     entrant = serializers.CharField()
+    uploaded_by = serializers.CharField(help_text="The account that uploaded it (a team's members all see the team's).")
     status = serializers.CharField()
     status_reason = serializers.CharField()
     scores = serializers.DictField(help_text="split -> metric -> value")
@@ -307,3 +308,52 @@ class ComparisonSetsSerializer(serializers.Serializer):
     next = serializers.URLField(allow_null=True)
     sets = ComparisonSetSerializer(many=True)
     history = HistoryRowSerializer(many=True, help_text="all-available history: context, not the ranking")
+
+
+class TeamEventSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["created", "invited", "joined", "merged", "declined", "left"])
+    user = serializers.CharField(allow_null=True)
+    detail = serializers.CharField()
+    at = serializers.DateTimeField()
+
+
+class PendingInviteSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    username = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class TeamSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField(help_text="The team's entrant on the boards.")
+    benchmark = serializers.SlugField()
+    members = serializers.ListField(child=serializers.CharField(), help_text="Usernames, in joining order.")
+    created_at = serializers.DateTimeField()
+    invites = PendingInviteSerializer(many=True, required=False, help_text="Pending invites (members only).")
+    events = TeamEventSerializer(many=True, required=False, help_text="The team's audit log (members only).")
+
+
+class TeamCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=80)
+
+
+class InviteCreateSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+
+
+class InviteCreatedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+
+
+class InviteSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    team = serializers.CharField()
+    team_id = serializers.IntegerField()
+    benchmark = serializers.SlugField()
+    invited_by = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class InviteDeclinedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["declined"])

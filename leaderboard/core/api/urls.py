@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard.core.api import rounds, views
+from leaderboard.core.api import rounds, teams, views
 
 urlpatterns = [
     path("benchmarks/", views.BenchmarkList.as_view(), name="api-benchmarks"),
@@ -20,6 +20,13 @@ urlpatterns = [
          name="api-round-leaderboard"),
     path("benchmarks/<slug:slug>/rounds/<int:n>/history/", rounds.RoundHistory.as_view(), name="api-round-history"),
     path("benchmarks/<slug:slug>/comparison-sets/", rounds.ComparisonSets.as_view(), name="api-comparison-sets"),
+    path("benchmarks/<slug:slug>/teams/", teams.TeamListCreate.as_view(), name="api-teams"),
+    path("teams/<int:pk>/", teams.TeamDetail.as_view(), name="api-team"),
+    path("teams/<int:pk>/invites/", teams.TeamInviteCreate.as_view(), name="api-team-invites"),
+    path("teams/<int:pk>/leave/", teams.TeamLeave.as_view(), name="api-team-leave"),
+    path("invites/", teams.InviteList.as_view(), name="api-invites"),
+    path("invites/<int:pk>/accept/", teams.InviteAccept.as_view(), name="api-invite-accept"),
+    path("invites/<int:pk>/decline/", teams.InviteDecline.as_view(), name="api-invite-decline"),
     path("submissions/<int:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),
     path("submissions/<int:pk>/cases/", views.SubmissionCases.as_view(), name="api-submission-cases"),
     path("submissions/<int:pk>/select/", views.SubmissionSelect.as_view(), name="api-submission-select"),

@@ -54,8 +54,8 @@ def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict
         return round_submission_dict(request, sub)
     scores = selectors.submission_scores(sub, viewer=request.user)
     out = {
-        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
-        "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
+        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "uploaded_by": sub.user.username,
+        "status": sub.status, "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
         "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected,
         "provisional": bool(sub.truth_version is not None and not sub.truth_version.is_final),
         "truth_version": sub.truth_version.version if sub.truth_version is not None else None,
@@ -73,8 +73,8 @@ def round_submission_dict(request, sub: Submission) -> dict:
     history = selectors.submission_round_scores(sub)
     latest = history[-1] if history else None
     return {
-        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "status": sub.status,
-        "status_reason": sub.status_reason, "round": sub.round.number, "counted": sub.is_counted,
+        "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "uploaded_by": sub.user.username,
+        "status": sub.status, "status_reason": sub.status_reason, "round": sub.round.number, "counted": sub.is_counted,
         "replaced_at": sub.replaced_at, "repeat": sub.is_repeat,
         "scores": {"public": latest["metrics"]} if latest else {},
         "provisional": bool(latest and latest["interim"]), "as_of": latest["as_of"] if latest else None,
@@ -260,7 +260,9 @@ class SubmissionCreateOrList(APIView):
     @extend_schema(
         request={"multipart/form-data": s.SubmissionFileSerializer, "application/json": s.SubmissionJsonSerializer},
         parameters=IDEMPOTENCY_KEY_PARAMETERS,
-        responses={202: s.SubmissionAcceptedSerializer, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer,
+        responses={202: s.SubmissionAcceptedSerializer, 400: s.ErrorsSerializer,
+                   403: OpenApiResponse(s.ErrorsSerializer, description="the account's email address is not verified yet"),
+                   409: s.ErrorsSerializer,
                    413: s.ErrorsSerializer, 429: OpenApiResponse(s.ErrorsSerializer, description="daily limit reached; see Retry-After")},
         summary="Upload a submission",
     )
@@ -299,7 +301,8 @@ def _predictions_source(request, b: Benchmark):
 
 
 def _own_submission(request, pk) -> Submission:
-    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round")
+    qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round",
+                                                                   "user")
     return get_object_or_404(qs, pk=pk)
 
 
@@ -338,8 +341,8 @@ class SubmissionSelect(APIView):
     @extend_schema(request=None, responses={200: s.SubmissionSerializer, 409: s.ErrorsSerializer},
                    summary="Select this submission as the entrant's final one")
     def post(self, request, pk):
-        sub = get_object_or_404(Submission.objects.filter(user=request.user).select_related("benchmark", "entrant",
-                                                                                             "round"), pk=pk)
+        sub = get_object_or_404(Submission.objects.of_participant(request.user)
+                                .select_related("benchmark", "entrant", "round"), pk=pk)
         try:
             submission_select(submission=sub, user=request.user)
         except SubmissionRejected as exc:

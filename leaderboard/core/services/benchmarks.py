@@ -99,8 +99,17 @@ def _read_meta(directory: Path) -> dict[str, Any]:
             meta["closes_at"] = parse_deadline(meta["closes_at"])
         except ValueError as exc:
             errors.append(RowError(str(exc), column="closes_at", file="benchmark.json"))
-    unknown = set(meta) - {"slug", "title", "kind", "description", "credit", "daily_limit", "config", "published",
-                           "closes_at"}
+    size = meta.get("team_size_max")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        errors.append(RowError("must be a positive integer (members per team), or null for no limit",
+                               column="team_size_max", file="benchmark.json"))
+    if "team_merge_deadline" in meta:
+        try:
+            meta["team_merge_deadline"] = parse_deadline(meta["team_merge_deadline"])
+        except ValueError as exc:
+            errors.append(RowError(str(exc), column="team_merge_deadline", file="benchmark.json"))
+    unknown = set(meta) - {"slug", "title", "kind", "description", "credit", "daily_limit", "config", "published", "closes_at",
+                           "team_size_max", "team_merge_deadline"}
     if unknown:
         errors.append(RowError(f"unknown keys: {', '.join(sorted(unknown))}", file="benchmark.json"))
     if errors:
@@ -167,6 +176,8 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
         benchmark.daily_limit = meta.get("daily_limit", 5)
         benchmark.config = bundle.config
         benchmark.is_published = bool(meta.get("published", True))
+        benchmark.team_size_max = meta.get("team_size_max")
+        benchmark.team_merge_deadline = meta.get("team_merge_deadline")
         benchmark.save()
         boards_changed(benchmark.pk)  # title, config and columns of its boards
         if kind.is_round_kind:  # rounds open later, each with its universe (round_open)

@@ -1,7 +1,8 @@
 """Entrants: the names a user competes under (the first is created with the account,
-``account_create``).
+``account_create``), and a team's one entrant on its benchmark.
 
-An upload names one of its user's entrants, or none for the first (``entrant_resolve``).
+An upload names one of its user's own entrants, or none for the first; a member of a team
+uploads as the team on that team's benchmark, always (``entrant_resolve``).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.db import IntegrityError, transaction
 from scoring.errors import RowError
 
 from leaderboard.core.inputs import BadInput, text_check, text_problem
-from leaderboard.core.models import Entrant
+from leaderboard.core.models import Entrant, Team
 from leaderboard.core.services.answers import SubmissionRejected
 
 ENTRANT_NAME_MAX = cast(int, Entrant._meta.get_field("name").max_length)
@@ -38,7 +39,7 @@ def entrant_default(user) -> Entrant:
     unique name, and the loser reads the winner's row. A username longer than
     an entrant name may be is shortened.
     """
-    entrant = Entrant.objects.filter(owner=user).order_by("created_at", "id").first()
+    entrant = Entrant.objects.filter(owner=user, team__isnull=True).order_by("created_at", "id").first()
     if entrant is not None:
         return entrant
     for suffix in range(1, 100):
@@ -48,7 +49,7 @@ def entrant_default(user) -> Entrant:
             with transaction.atomic():
                 return Entrant.objects.create(owner=user, name=name)
         except IntegrityError:
-            mine = Entrant.objects.filter(owner=user).order_by("created_at", "id").first()
+            mine = Entrant.objects.filter(owner=user, team__isnull=True).order_by("created_at", "id").first()
             if mine is not None:
                 return mine
     raise RuntimeError(f"could not find a free entrant name for {user.username!r}")
@@ -79,7 +80,25 @@ def entrant_create(*, owner, name: str, description: str = "") -> Entrant:
         raise taken from None
 
 
-def entrant_resolve(user, entrant: str | int | None) -> Entrant:
+def team_of(user, benchmark) -> Team | None:
+    """The team ``user`` competes in on ``benchmark``, or None (competing alone)."""
+    if benchmark is None:
+        return None
+    return Team.objects.select_related("entrant").filter(memberships__user=user, benchmark=benchmark).first()
+
+
+def entrant_resolve(user, entrant: str | int | None, *, benchmark=None) -> Entrant:
+    """The entrant an upload counts for: on a benchmark where ``user`` is in a team, the team's
+    (naming anything else is a 409 saying so); otherwise the one of the user's own entrants
+    named (by name or id), or their first."""
+    team = team_of(user, benchmark)
+    if team is not None:
+        if entrant in (None, "") or str(entrant) in (team.entrant.name, str(team.entrant_id)):
+            return team.entrant
+        raise SubmissionRejected([RowError(
+            f"you compete on {benchmark.slug} in team {team.entrant.name}: your uploads there count for the team "
+            f"(send no entrant, or {team.entrant.name!r}); to upload as {entrant!r} leave the team first",
+            column="entrant")], status=409)
     if entrant in (None, ""):
         return entrant_default(user)
     if isinstance(entrant, bool) or not isinstance(entrant, (str, int)):
@@ -90,7 +109,7 @@ def entrant_resolve(user, entrant: str | int | None) -> Entrant:
     if problem or len(text) > ENTRANT_NAME_MAX:
         reason = problem or f"is {len(text):,} characters long; names have at most {ENTRANT_NAME_MAX}"
         raise SubmissionRejected([RowError(f"entrant {reason}", column="entrant")])
-    qs = Entrant.objects.filter(owner=user)
+    qs = Entrant.objects.filter(owner=user, team__isnull=True)
     found = qs.filter(pk=int(text)).first() if text.isascii() and text.isdigit() and len(text) < 19 else None
     found = found or qs.filter(name=text).first()
     if found is None:

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
-from scoring.kinds.base import RoundInputs, RoundResult, RoundTruth, Universe
+from scoring.kinds.base import STANDINGS_MIN_ROUNDS, RoundInputs, RoundResult, RoundTruth, Universe
 
 from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.models import (
@@ -52,6 +52,7 @@ from leaderboard.core.services.outbox import round_version_enqueue_on_commit
 from leaderboard.core.services.predictions import PredictionsSource, display_name, payload_check, predictions_parse
 from leaderboard.core.services.rounds import round_lock_for_upload, round_set_status, rounds_open
 from leaderboard.core.services.submissions import submissions_set_status_bulk
+from leaderboard.core.services.teams import team_upload_lock
 from leaderboard.core.services.timings import timing_record
 from leaderboard.core.taskqueue import SCORE_ROUND_TRUTH_FREE, task_publish
 
@@ -251,7 +252,7 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
     the winner's answer.
     """
     kind = benchmark.kind_impl
-    ent = entrant if isinstance(entrant, Entrant) else entrant_resolve(user, entrant)
+    ent = entrant if isinstance(entrant, Entrant) else entrant_resolve(user, entrant, benchmark=benchmark)
     round_ = round_for_upload(benchmark, round_number)
     universe = round_universe(round_)
     parsed = predictions_parse(benchmark=benchmark, universe=universe,
@@ -276,7 +277,8 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
         # One upload of an entrant at a time decides which counts (NO KEY UPDATE: the
         # entrant's foreign-key checks elsewhere never wait on it).
         Entrant.objects.select_for_update(no_key=True).filter(pk=ent.pk).values_list("pk", flat=True).first()
-        remaining = quota_consume(user=user, benchmark=benchmark)
+        team = team_upload_lock(user=user, benchmark=benchmark, entrant=ent)
+        remaining = quota_consume(user=user, benchmark=benchmark, team=team)
         sub = Submission(
             benchmark=benchmark, round=round_, entrant=ent, user=user, original_name=display_name(filename),
             size=len(data), audit_hash=audit_hash, payload=payload,
@@ -571,9 +573,11 @@ def standings_refresh(*, benchmark: Benchmark, track: str = "") -> int:
         results.append(RoundResult(r.number, track, metrics, received))
     outcome = kind.standings(results, config)
     higher = kind.metric(kind.ranking_metric_for(config)).higher_is_better
+    # standings_min_rounds: an entrant with fewer resolved rounds waits off the standings (the page says so).
+    min_rounds = kind.validate_config(config).get(STANDINGS_MIN_ROUNDS, 1)
     written = standings_write(
         benchmark, [StandingEntry(s.entrant, s.score, s.metrics, s.rounds, s.order_at, s.track or track)
-                    for s in outcome.rows], higher_is_better=higher, tracks=[track])
+                    for s in outcome.rows if s.rounds >= min_rounds], higher_is_better=higher, tracks=[track])
     now = timezone.now()
     for (doc_track, name), data in outcome.documents.items():
         StandingsDocument.objects.update_or_create(benchmark=benchmark, track=doc_track, name=name,

@@ -32,6 +32,7 @@ from leaderboard.core.models import (
     Score,
     Submission,
     SubmissionEvent,
+    Team,
 )
 from leaderboard.core.quota import quota_consume, quota_refund, utc_day
 from leaderboard.core.services.answers import Accepted, SubmissionRejected
@@ -47,6 +48,7 @@ from leaderboard.core.services.rounds import (
     round_takes_submissions,
     submissions_refusal,
 )
+from leaderboard.core.services.teams import team_upload_lock
 from leaderboard.core.services.timings import timing_record
 
 log = logging.getLogger("leaderboard.submissions")
@@ -93,7 +95,8 @@ def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, 
         # upload validated before can still slip in.
         round_ = round_lock_for_upload(round_.pk)
         _check_takes_submissions(benchmark, round_)
-        remaining = quota_consume(user=user, benchmark=benchmark)
+        team = team_upload_lock(user=user, benchmark=benchmark, entrant=entrant)
+        remaining = quota_consume(user=user, benchmark=benchmark, team=team)
         sub = Submission(
             benchmark=benchmark,
             round=round_,
@@ -168,7 +171,8 @@ def submissions_set_status_bulk(ids: list[int], status: str, reason: str, **fiel
 def _fail(sub: Submission, reason: str, *, server_side: bool, errors: Sequence[RowError] = ()) -> None:
     extra: dict[str, Any] = {"errors": [e.as_dict() for e in errors]} if errors else {}
     if server_side and sub.counts_against_limit:
-        quota_refund(user_id=sub.user_id, benchmark_id=sub.benchmark_id, day=utc_day(sub.received_at))
+        quota_refund(user_id=sub.user_id, benchmark_id=sub.benchmark_id, day=utc_day(sub.received_at),
+                     team_id=Team.objects.filter(entrant_id=sub.entrant_id).values_list("pk", flat=True).first())
         extra["counts_against_limit"] = False
         reason += " This submission does not count against your daily limit."
     submission_set_status(sub, Status.FAILED, reason, **extra)
@@ -297,6 +301,14 @@ def _json_safe(row: dict) -> dict:
     return out
 
 
+def submission_selectable_by(submission: Submission, user) -> bool:
+    """The uploader, the entrant's owner, or any member of the entrant's team (every member may
+    choose the team's final submission)."""
+    return (submission.user_id == user.pk or (submission.entrant.owner_id == user.pk
+                                               and not Team.objects.filter(entrant_id=submission.entrant_id).exists())
+            or Team.objects.filter(entrant_id=submission.entrant_id, memberships__user=user).exists())
+
+
 def submission_select(*, submission: Submission, user) -> None:
     """Make ``submission`` its entrant's final choice for the private leaderboard.
 
@@ -304,8 +316,8 @@ def submission_select(*, submission: Submission, user) -> None:
     so concurrent selects end with exactly one selected, the last one; 409 if
     the submission is not scored.
     """
-    if submission.user_id != user.pk and submission.entrant.owner_id != user.pk:
-        raise PermissionError("only the owner can select a submission")
+    if not submission_selectable_by(submission, user):
+        raise PermissionError("only the owner or a member of its team can select a submission")
     not_scored = SubmissionRejected([RowError("only a scored submission can be selected")], status=409)
     if submission.status != Status.SCORED:
         raise not_scored

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from scoring.errors import RowError
+
 from leaderboard.core.models import Benchmark
-from leaderboard.core.services.answers import Accepted
+from leaderboard.core.services.accounts import upload_refusal
+from leaderboard.core.services.answers import Accepted, SubmissionRejected
 from leaderboard.core.services.entrants import entrant_resolve
 from leaderboard.core.services.idempotency import idempotency_fingerprint, idempotent_replay
 from leaderboard.core.services.round_engine import round_submission_create
@@ -33,6 +36,9 @@ def submission_create(
     reads them from a request) and store it: queued for scoring (a static kind), or accepted
     for its round (a round kind, ``round_number`` naming it when several are open).
 
+    An account whose email address is not verified yet is refused (403, saying so). A member
+    of a team on the benchmark uploads as the team (``entrant_resolve``).
+
     Validation happens before the daily limit is touched, so rejected uploads
     never count. The limit is taken in the same transaction that stores the
     submission; scoring is enqueued when that transaction commits.
@@ -42,7 +48,10 @@ def submission_create(
     submission (``replayed``) and neither stored nor counted again; the key
     with a different upload is refused (409).
     """
-    ent = entrant_resolve(user, entrant)
+    refusal = upload_refusal(user)
+    if refusal is not None:
+        raise SubmissionRejected([RowError(refusal)], status=403)
+    ent = entrant_resolve(user, entrant, benchmark=benchmark)
     fingerprint = ""
     if idempotency_key is not None:
         fingerprint = idempotency_fingerprint(benchmark=benchmark, entrant=ent, round_number=round_number,

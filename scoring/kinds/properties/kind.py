@@ -5,7 +5,7 @@ import csv
 import io
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -467,6 +467,15 @@ class PropertiesKind(Kind):
         if errs:
             _raise(errs)
         return checker.result()
+
+    def prediction_values(self, parsed: PropertiesSubmission, case_ids: Sequence[str]) -> np.ndarray:
+        """One column per property, rows in ``case_ids`` order (NaN for an id the file does not predict)."""
+        at = {sid: i for i, sid in enumerate(parsed.ids)}
+        rows = np.array([at.get(cid, -1) for cid in case_ids], dtype=np.int64)
+        out = np.full((len(case_ids), len(parsed.properties)), np.nan)
+        found = rows >= 0
+        out[found] = parsed.values[rows[found]]
+        return out
 
     def dump_submission(self, parsed: PropertiesSubmission) -> dict[str, Any]:
         """``{"columns": [<properties>..., "fold"], "rows": {id: [values..., fold]}}``, ids sorted."""

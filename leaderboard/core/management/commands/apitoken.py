@@ -10,7 +10,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("username")
-        parser.add_argument("--create", action="store_true", help="create the user if missing (no password)")
+        parser.add_argument("--create", action="store_true",
+                            help="create the user if missing (no password, no email: it counts as verified)")
         parser.add_argument("--staff", action="store_true", help="make the user staff (organiser)")
         parser.add_argument("--name", default="command line", help="a label for the token")
 

@@ -1,0 +1,64 @@
+"""Accounts: whether an account may upload yet, marking an address verified, deleting an account.
+
+Sign-up, the verification mail, password reset and email change are django-allauth's
+(``leaderboard/core/adapters.py`` adapts it). An account made by sign-up has an email
+address on record and may upload once one is verified. Accounts made by staff (the admin,
+``createsuperuser``, ``apitoken --create``, the demo) have no address to verify and count
+as verified.
+"""
+from __future__ import annotations
+
+import secrets
+
+from allauth.account.models import EmailAddress
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from leaderboard.core.boardcache import boards_changed
+from leaderboard.core.models import ApiToken, Entrant, LeaderboardRow, StandingRow
+from leaderboard.core.services.teams import teams_leave_all
+
+
+def upload_refusal(user) -> str | None:
+    """Why ``user`` may not upload yet (an address on record, none verified), or None."""
+    addresses = list(EmailAddress.objects.filter(user=user).order_by("-primary", "id").values_list("email", "verified"))
+    if not addresses or any(verified for _, verified in addresses):
+        return None
+    return (f"verify your email address first: open the link we mailed to {addresses[0][0]} "
+            "(or send a new one from /accounts/email/). Browsing and downloads stay open meanwhile.")
+
+
+def email_mark_verified(*, user, email: str) -> None:
+    """Record ``email`` as the user's verified primary address (demo users, staff tools)."""
+    user.email = email
+    get_user_model().objects.filter(pk=user.pk).update(email=email)
+    EmailAddress.objects.update_or_create(user=user, email=email, defaults={"verified": True, "primary": True})
+
+
+def account_delete(*, user) -> None:
+    """Delete an account as far as its history allows.
+
+    What it did stays where others rely on it: its entrants stay on past boards under a
+    neutral name (``former-entrant-<id>``), its submissions and scores stay. What is
+    personal goes: the username becomes ``deleted-<id>-<random>``; email addresses,
+    names and the password go (which also ends every session); API tokens are deleted;
+    the account can no longer log in; it leaves its teams (an audit event of each) and
+    its pending invites are declined.
+    """
+    with transaction.atomic():
+        user = get_user_model().objects.select_for_update().get(pk=user.pk)
+        teams_leave_all(user)
+        entrants = list(Entrant.objects.filter(owner=user, team__isnull=True).values_list("pk", flat=True))
+        for pk in entrants:
+            Entrant.objects.filter(pk=pk).update(name=f"former-entrant-{pk}", description="")
+        ApiToken.objects.filter(user=user).delete()
+        EmailAddress.objects.filter(user=user).delete()
+        user.username = f"deleted-{user.pk}-{secrets.token_hex(4)}"
+        user.email = user.first_name = user.last_name = ""
+        user.is_active = False
+        user.set_unusable_password()
+        user.save()
+        shown = set(LeaderboardRow.objects.filter(entrant_id__in=entrants).values_list("round__benchmark_id", flat=True))
+        shown |= set(StandingRow.objects.filter(entrant_id__in=entrants).values_list("benchmark_id", flat=True))
+        for benchmark_id in sorted(shown):
+            boards_changed(benchmark_id)  # the boards show the new names at once
