@@ -27,7 +27,7 @@ WIDTHS = [1280, 390]
 def site(transactional_db, tmp_path):
     bundle = demo.write_bundle(tmp_path / "bundle")
     benchmark = benchmark_load_bundle(bundle).benchmark
-    valid = demo.baseline_submissions(bundle)["composition least squares"]
+    valid = demo.baseline_submissions(bundle)["moe_baseline"]
     (tmp_path / "predictions.csv").write_bytes(valid)
     return benchmark, tmp_path / "predictions.csv"
 
