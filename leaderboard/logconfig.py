@@ -50,6 +50,18 @@ class QuietRoutineFilter(logging.Filter):
         return not any(word in message for word in self.ROUTINE)
 
 
+class DatabaseOutageFilter(logging.Filter):
+    """Drops django.request's line for a 503 answered because the database is unreachable.
+
+    ``leaderboard/core/outage.py`` logs those itself, one line per kind of failure per minute,
+    instead of one line (and a traceback) per request.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "django.request"
+                    and getattr(getattr(record, "request", None), "database_outage", False))
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request_id, and the traceback if any."""
 
@@ -90,14 +102,15 @@ def logging_config(*, fmt: str = "plain", level: str = "INFO") -> dict:
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {"request_id": {"()": "leaderboard.logconfig.RequestIdFilter"},
-                    "quiet_routine": {"()": "leaderboard.logconfig.QuietRoutineFilter"}},
+                    "quiet_routine": {"()": "leaderboard.logconfig.QuietRoutineFilter"},
+                    "database_outage": {"()": "leaderboard.logconfig.DatabaseOutageFilter"}},
         "formatters": {
             "plain": {"format": PLAIN_FORMAT},
             "json": {"()": "leaderboard.logconfig.JsonFormatter"},
         },
         "handlers": {
             "console": {"class": "logging.StreamHandler", "formatter": "json" if fmt == "json" else "plain",
-                        "filters": ["request_id", "quiet_routine"], "stream": "ext://sys.stderr"},
+                        "filters": ["request_id", "quiet_routine", "database_outage"], "stream": "ext://sys.stderr"},
         },
         "root": {"handlers": ["console"], "level": "WARNING"},
         "loggers": {

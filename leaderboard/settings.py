@@ -48,6 +48,8 @@ MIDDLEWARE = [
     "leaderboard.core.middleware.RequestIdMiddleware",
     # Every /api/ answer is JSON, a 404 for a path no route matches and a 405 included.
     "leaderboard.core.middleware.ApiJsonErrorsMiddleware",
+    # A database that cannot be reached answers 503 with Retry-After, not 500 (leaderboard/core/outage.py).
+    "leaderboard.core.outage.DatabaseUnavailableMiddleware",
     "leaderboard.core.middleware.RejectControlCharactersMiddleware",
     "leaderboard.core.middleware.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -81,7 +83,10 @@ TEMPLATES = [
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60))}
+    # Health checks: a kept connection that a database outage broke is replaced at the next request's
+    # first query, so the site answers again as soon as the database is back (leaderboard/core/outage.py).
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60),
+                                                  conn_health_checks=True)}
 else:
     DATABASES = {
         "default": {

@@ -1,6 +1,7 @@
 """Server-rendered pages. Thin: they call the same services and selectors as the API."""
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 
 import markdown
@@ -23,6 +24,7 @@ from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import EntrantForm, SignupForm, SubmitForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission
+from leaderboard.core.outage import is_database_outage, outage_response
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.services.casedata import round_caseset
 from leaderboard.core.services.predictions import predictions_source
@@ -561,6 +563,9 @@ def server_error(request):
     JSON for the API, a short page otherwise; both name the request id, which
     the log line carries too, so a report can be matched to its traceback.
     """
+    failure = sys.exc_info()[1]  # Django calls this handler while it handles the exception
+    if is_database_outage(failure):  # in a middleware: 503 like the views' (leaderboard/core/outage.py)
+        return outage_response(request, failure)
     request_id = getattr(request, "request_id", "-")
     message = f"Server error. If you report it, quote the request id {request_id}."
     if request.path.startswith("/api/"):
