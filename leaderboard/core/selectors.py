@@ -46,6 +46,18 @@ def case_truth_visible(*, benchmark: Benchmark, round_: Round | None, split: str
     return split == Case.Split.PUBLIC or benchmark.private_revealed
 
 
+def split_counts_hidden(*, benchmark: Benchmark, round_: Round | None, split: str, viewer=None) -> frozenset[str]:
+    """The kind's metrics that count ``split``'s cases (``Kind.split_count_metrics``), when they must not be shown.
+
+    Hidden while the split's truth is (``case_truth_visible``): an upload of a few ranked cases
+    would learn from the counts which cases are public and which private.
+    """
+    if split not in Case.RANKED_SPLITS or case_truth_visible(benchmark=benchmark, round_=round_, split=split,
+                                                              viewer=viewer):
+        return frozenset()
+    return frozenset(benchmark.kind_impl.split_count_metrics)
+
+
 def split_label(split: str, *, visible: bool) -> str:
     """A case's split as a viewer may see it: ``dev``, or ``test`` for a ranked case whose truth is hidden."""
     return split if visible or split == Case.Split.DEV else HIDDEN_SPLIT_LABEL
@@ -214,12 +226,18 @@ def leaderboard_page(benchmark: Benchmark, *, split: str = "public", viewer=None
                      page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
     """A page of precomputed rows, ranked, with entrant and submission loaded (two queries).
 
-    The private split is only returned once revealed, or to staff.
+    The private split is only returned once revealed, or to staff. While the split's truth is
+    hidden, the rows' metrics leave out those counting its cases (``split_counts_hidden``; the
+    same for every viewer, as the page is cached for all).
     """
     if split != "public" and not private_visible(benchmark, viewer):
         return BoardPage([], 0, page, page_size)
     round_ = round_ or leaderboard_round(benchmark)
-    return board_page(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER, page=page, page_size=page_size)
+    out = board_page(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER, page=page, page_size=page_size)
+    hidden = split_counts_hidden(benchmark=benchmark, round_=round_, split=split)
+    for row in out.rows if hidden else ():
+        row.metrics = {name: value for name, value in row.metrics.items() if name not in hidden}
+    return out
 
 
 def leaderboard_find(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None,
@@ -264,7 +282,8 @@ def _scores_shown(submission: Submission, raw: dict, viewer) -> dict[str, dict[s
             # Scored over fewer cases than the leaderboard's minimum: such a score
             # would tell the truth of its few cases (one case: right or wrong).
             continue
-        shown[split] = metrics
+        hidden = split_counts_hidden(benchmark=benchmark, round_=submission.round, split=split, viewer=viewer)
+        shown[split] = {name: value for name, value in metrics.items() if name not in hidden}
     return shown
 
 

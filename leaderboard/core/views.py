@@ -82,7 +82,8 @@ def benchmark_detail(request, slug):
     fetch = _once(lambda: selectors.leaderboard_page(b, split=split, viewer=request.user, round_=round_,
                                                      page=page_number, page_size=page_size))
     board = _board_summary(b, ("board", *where), fetch)
-    columns = presentation.metric_columns(kind, b.config)
+    columns = presentation.metric_columns(kind, b.config, hidden=selectors.split_counts_hidden(
+        benchmark=b, round_=round_, split=split))
     board_html = mark_safe(cached_read(b.pk, ("board-html", *where, _ranks_owned(board, request.user)),
                                        lambda: render_to_string("core/leaderboard_table.html", {
                                            "rows": fetch().rows, "columns": columns, "user": request.user,
@@ -101,7 +102,7 @@ def benchmark_detail(request, slug):
                                               page_size=page_size),
         "split": split,
         "private_visible": selectors.private_visible(b, request.user),
-        "columns": presentation.metric_columns(kind, b.config),
+        "columns": columns,
         "ranking_metric": kind.ranking_metric_for(b.config),
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),

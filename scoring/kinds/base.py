@@ -124,6 +124,10 @@ class Kind:
     # Are the cases texts that pass the de-identification pipeline before
     # participants see them (public["text"], original in private)?
     deidentify_text: ClassVar[bool] = False
+    # Metrics that count a split's cases (how many were scored, what share of the split was
+    # predicted). While a ranked split's truth is hidden they are not shown: uploading a few
+    # ranked cases and reading the counts would tell which cases are public and which private.
+    split_count_metrics: ClassVar[tuple[str, ...]] = ()
     # Metrics shown with an interval: metric name -> (low bound metric, high bound
     # metric). Pages print "value [low–high]" and drop the bounds' own columns.
     metric_intervals: ClassVar[Mapping[str, tuple[str, str]]] = {}
