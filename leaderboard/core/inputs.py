@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from django.utils.dateparse import parse_date, parse_datetime
+
 from scoring.errors import RowError
 
 MAX_JSON_DEPTH = 20
@@ -128,3 +130,21 @@ def json_strings_check(data: Any, *, prefix: str = "", max_depth: int = MAX_JSON
             for i, item in enumerate(value):
                 # The first list level gives the row (1-based), as the kinds number predictions.
                 stack.append((item, f"{path}[{i}]", depth + 1, i if index is None else index))
+
+
+def date_from_text(text: str):
+    """The date ``YYYY-MM-DD`` names, or None: also for one that is well formed but does not exist
+    (``2026-13-45``), where Django's ``parse_date`` raises ValueError."""
+    try:
+        return parse_date(str(text).strip())
+    except ValueError:
+        return None
+
+
+def aware_datetime_from_text(text: str):
+    """The ISO 8601 time with a zone ``text`` names, or None (no zone, malformed, or no such time)."""
+    try:
+        when = parse_datetime(str(text).strip())
+    except ValueError:
+        return None
+    return when if when is not None and when.tzinfo is not None else None

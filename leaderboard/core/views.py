@@ -10,7 +10,8 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
-from django.http import Http404, HttpResponse, HttpResponseServerError, JsonResponse
+from django.core.exceptions import BadRequest
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseServerError, JsonResponse
 from django.template.loader import render_to_string
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
@@ -69,7 +70,7 @@ def benchmark_detail(request, slug):
     split = request.GET.get("split") or selectors.default_split(b)
     if split not in ("public", "private") or (split == "private" and not selectors.private_visible(b, request.user)):
         split = "public"
-    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    page_number, page_size = _board_paging(request)
     # The round and whether it has a training set change only through services that drop the cache
     # (a status change, a reloaded bundle); whether it still takes uploads is decided per request.
     round_ = cached_read(b.pk, ("leaderboard-round",), lambda: selectors.leaderboard_round(b))
@@ -137,6 +138,14 @@ def _board_summary(b: Benchmark, parts: tuple, fetch) -> selectors.BoardPage:
     return selectors.BoardPage(rows=owners, count=count, page=page, page_size=page_size)
 
 
+def _board_paging(request) -> tuple[int, int]:
+    """``(page, page_size)`` of a board page; a bad value is a 400 naming it (``bad_request``)."""
+    try:
+        return selectors.board_paging(request.GET)
+    except selectors.BoardParamError as exc:
+        raise BadRequest(str(exc)) from None
+
+
 def _ranks_owned(board: selectors.BoardPage, viewer) -> tuple[int, ...]:
     """The ranks on this page of the viewer's own entrants (marked in the table)."""
     if not viewer.is_authenticated:
@@ -149,7 +158,7 @@ def round_benchmark_detail(request, b: Benchmark):
     kind = b.kind_impl
     track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else (
         kind.tracks[0] if kind.tracks else "")
-    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    page_number, page_size = _board_paging(request)
     where = (track, page_number, page_size)
     fetch = _once(lambda: selectors.standings_page(b, track=track, page=page_number, page_size=page_size))
     board = _board_summary(b, ("standings", *where), fetch)
@@ -185,7 +194,7 @@ def round_detail(request, slug, number):
     round_ = selectors.round_of(b, number)
     if round_ is None:
         raise Http404("no such round")
-    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    page_number, page_size = _board_paging(request)
     board = selectors.round_board_page(round_, page=page_number, page_size=page_size)
     columns = list(kind.board_metrics(b.config))
     # The chart draws the top entrants of the board and the viewer's own.
@@ -218,7 +227,7 @@ def comparison_sets(request, slug):
     if not getattr(kind, "has_comparison_sets", False):
         raise Http404("this benchmark has no comparison sets")
     track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else kind.tracks[0]
-    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    page_number, page_size = _board_paging(request)
     view = selectors.comparison_sets_view(b, track=track, page=page_number, page_size=page_size)
     score, ret = kind.metric(kind.ranking_metric_for(b.config)), kind.metric("return")
 
@@ -556,6 +565,13 @@ def profile(request):
         "token_form": token_form,
         "entrant_form": entrant_form,
     }, status=400 if token_form.errors or entrant_form.errors else 200)
+
+
+def bad_request(request, exception=None):
+    """A 400 page that says what was wrong with the request (a ``BadRequest`` raised by a view says it)."""
+    message = str(exception) if isinstance(exception, BadRequest) and str(exception) else (
+        "The request could not be understood.")
+    return HttpResponseBadRequest(render_to_string("400.html", {"message": message}))
 
 
 def server_error(request):
