@@ -30,11 +30,11 @@ def show(value: str, limit: int = 40) -> str:
     return repr(s if len(s) <= limit else s[:limit] + "…")
 
 
-def too_large_message(size: int, limit: int) -> str:
+def too_large_message(size: int, limit: int, *, what: str = "the file") -> str:
     """What an upload of ``size`` bytes over a ``limit``-byte cap is told (the pages and the API say
-    the same before reading a file)."""
+    the same before reading a file; ``what`` names a JSON body instead)."""
     megabytes = f" ({limit / 1048576:g} MB)" if limit >= 1048576 else ""
-    return f"the file is {size:,} bytes; the limit is {limit:,} bytes{megabytes}"
+    return f"{what} is {size:,} bytes; the limit is {limit:,} bytes{megabytes}"
 
 
 def check_size(data: bytes, limit: int, *, file: str | None = None) -> None:

@@ -60,3 +60,60 @@ def test_bad_input_dates_that_do_not_exist_are_refused_by_name(tmp_path, db, api
         "universe": SimpleUploadedFile("u.csv", gen.universe_csv()), "closes_at": "2026-02-30T10:00:00Z"},
         format="multipart")
     assert resp.status_code == 400 and resp.json()["errors"][0]["column"] == "closes_at"
+
+
+def _post_json(client, url: str, body: bytes):
+    return client.post(url, data=body, content_type="application/json")
+
+
+def test_bad_input_json_body_upload_has_the_kinds_size_cap_and_no_unknown_or_duplicate_keys(mini_benchmark, api_for,
+                                                                                          users):
+    """A JSON body got past the kind's size cap (an 11 MB body accepted where the same file gets 413) and
+    silently dropped unknown and repeated keys. Now: 413, and 400 naming the key."""
+    import io
+    import json
+
+    from leaderboard.core.models import Submission
+    from tests.conftest import MINI_ROWS, submission_csv
+
+    client = api_for("owner")
+    url = f"/api/benchmarks/{mini_benchmark.slug}/submissions/"
+    cap = mini_benchmark.kind_impl.max_upload_bytes(mini_benchmark.config)
+    rows = [{"sequence_id": r["sequence_id"], "A": r["A"], "B": r["B"], "fold": r["fold"]} for r in MINI_ROWS]
+    padding = " " * (cap + 1 - len(json.dumps({"predictions": rows})))  # valid JSON, one byte over the cap
+    big = json.dumps({"predictions": rows}).replace("[", "[" + padding, 1).encode()
+    assert len(big) == cap + 1
+    resp = _post_json(client, url, big)
+    assert resp.status_code == 413
+    assert resp.json()["detail"] == f"the JSON body is {cap + 1:,} bytes; the limit is {cap:,} bytes ({cap / 1048576:g} MB)"
+    # The same rows as a file of that size get the same answer (the file's wording).
+    file_resp = client.post(url, {"file": io.BytesIO(submission_csv(MINI_ROWS) + b"\n" * cap)},
+                            format="multipart")
+    assert file_resp.status_code == 413
+
+    resp = _post_json(client, url, json.dumps({"predictions": rows, "entrnt": "me", "notes": "x"}).encode())
+    assert resp.status_code == 400
+    assert [e["column"] for e in resp.json()["errors"]] == ["entrnt", "notes"]
+    assert resp.json()["errors"][0]["message"] == (
+        "unknown key 'entrnt' in the JSON body; it may hold predictions, entrant, round")
+
+    twice = ('{"predictions": ' + json.dumps(rows) + ', "entrant": "owner", "entrant": "someone else"}').encode()
+    resp = _post_json(client, url, twice)
+    assert resp.status_code == 400 and "the key 'entrant' appears twice in one object" in resp.json()["detail"]
+    assert not Submission.objects.exists()
+    # The same body without the mistakes is taken.
+    assert _post_json(client, url, json.dumps({"predictions": rows}).encode()).status_code == 202
+
+
+@pytest.mark.parametrize("value", ["abc", "1"])
+def test_bad_input_round_on_a_static_benchmark_is_refused_not_ignored(mini_benchmark, api_for, value):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.conftest import MINI_ROWS, submission_csv
+
+    upload = SimpleUploadedFile("p.csv", submission_csv(MINI_ROWS), content_type="text/csv")
+    resp = api_for("owner").post(f"/api/benchmarks/{mini_benchmark.slug}/submissions/",
+                                 {"file": upload, "round": value}, format="multipart")
+    assert resp.status_code == 400
+    assert resp.json()["errors"] == [{"row": None, "column": "round", "message": (
+        f"round {value!r}: mini-props is not a round benchmark; leave 'round' out")}]
