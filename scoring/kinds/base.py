@@ -565,6 +565,9 @@ def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()
             errs.add(f"an id is at most {MAX_ID_CHARS} printable characters without commas; got {csvfile.show(cid)}",
                      row, "id")
             ok = False
+        elif csvfile.looks_like_formula(cid):
+            errs.add(csvfile.formula_id_message("an id", cid), row, "id")
+            ok = False
         elif cid in seen:
             errs.add(f"duplicate id {cid!r} (first in row {seen[cid]})", row, "id")
             ok = False

@@ -182,6 +182,9 @@ class PortfolioKind(RoundKind):
                 errs.add(f"an option is at most {MAX_OPTION_CHARS} printable characters without commas; got "
                          f"{csvfile.show(name)}", row, OPTION)
                 ok = False
+            elif csvfile.looks_like_formula(name):
+                errs.add(csvfile.formula_id_message("an option", name), row, OPTION)
+                ok = False
             elif name.upper() == CASH:
                 errs.add("CASH is always allocatable at 0% and is added by the site; leave it out of the universe",
                          row, OPTION)

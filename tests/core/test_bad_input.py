@@ -117,3 +117,51 @@ def test_bad_input_round_on_a_static_benchmark_is_refused_not_ignored(mini_bench
     assert resp.status_code == 400
     assert resp.json()["errors"] == [{"row": None, "column": "round", "message": (
         f"round {value!r}: mini-props is not a round benchmark; leave 'round' out")}]
+
+
+@pytest.mark.parametrize("bad", ["=HYPERLINK(\"http://x\")", "@SUM(A1)", "+cmd", "-2+3"])
+def test_bad_input_ids_that_a_spreadsheet_would_run_are_refused(tmp_path, db, api_for, bad):
+    """Universe and case ids starting with = + - @ were stored and the universe download served them raw."""
+    import json
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from scoring.errors import ValidationFailed
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+    from tests.conftest import MINI_ROWS, write_properties_bundle
+    from tests.support.portfolio import portfolio_benchmark
+    from tests.support.signals import signals_benchmark
+
+    staff = api_for("organiser")
+    signals = signals_benchmark(tmp_path)
+    universe = f'id\nA1\n"{bad}"\nA3\n'.encode()
+    resp = staff.post(f"/api/benchmarks/{signals.slug}/rounds/", {"universe": SimpleUploadedFile("u.csv", universe)},
+                      format="multipart")
+    assert resp.status_code == 400, resp.json()
+    error = resp.json()["errors"][0]
+    assert (error["row"], error["column"]) == (3, "id")
+    assert error["message"].startswith(f"an id may not start with {bad[0]!r}")
+    assert "a spreadsheet opening the file would run it as a formula" in error["message"]
+
+    cap = portfolio_benchmark(tmp_path / "p")
+    resp = staff.post(f"/api/benchmarks/{cap.slug}/rounds/", {"universe": SimpleUploadedFile(
+        "u.csv", f'option,start_price\nAAPL,100\n"{bad}",5\nSP500,4000\n'.encode()), "track": "weekly"},
+        format="multipart")
+    assert resp.status_code == 400 and resp.json()["errors"][0]["column"] == "option"
+
+    rows = [dict(MINI_ROWS[0], sequence_id=bad), *MINI_ROWS[1:]]
+    with pytest.raises(ValidationFailed) as info:
+        benchmark_load_bundle(write_properties_bundle(tmp_path / "b", rows, slug="formula-ids"))
+    assert any(e.column == "sequence_id" and "a sequence_id may not start with" in e.message
+               for e in info.value.errors), json.dumps([e.message for e in info.value.errors])
+
+
+def test_bad_input_numbers_are_not_formulas_in_ids(tmp_path, db, api_for):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.support.signals import signals_benchmark
+
+    signals = signals_benchmark(tmp_path)
+    resp = api_for("organiser").post(f"/api/benchmarks/{signals.slug}/rounds/", {
+        "universe": SimpleUploadedFile("u.csv", b"id\n-5\n+7\n12\n")}, format="multipart")
+    assert resp.status_code == 201, resp.json()
