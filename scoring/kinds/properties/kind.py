@@ -186,9 +186,6 @@ class PropertiesKind(Kind):
             elif len(sid) > MAX_ID_CHARS or not sid.isprintable():
                 errs.add(f"sequence_id must be at most {MAX_ID_CHARS} printable characters", row, ID)
                 ok = False
-            elif csvfile.looks_like_formula(sid):
-                errs.add(csvfile.formula_id_message("a sequence_id", sid), row, ID)
-                ok = False
             elif sid in first_row:
                 errs.add(f"duplicate sequence_id {sid!r} (first seen in row {first_row[sid]})", row, ID)
                 ok = False
