@@ -27,6 +27,8 @@ log = logging.getLogger("leaderboard.outage")
 
 RETRY_AFTER_SECONDS = 10
 LOG_EVERY_SECONDS = 60.0
+# A scoring task that found the database unreachable runs again this much later (leaderboard/core/tasks.py).
+TASK_RETRY_SECONDS = 10
 MESSAGE = "The database cannot be reached at the moment; nothing was changed. Try again in a few seconds."
 
 _lock = threading.Lock()
@@ -44,25 +46,27 @@ def _failure_class(exc: BaseException) -> str:
     return f"{type(exc).__name__}" + (f" ({type(cause).__module__}.{type(cause).__name__})" if cause else "")
 
 
-def outage_report(exc: BaseException) -> None:
-    """Log ``exc`` if no failure of its class was logged in the last ``LOG_EVERY_SECONDS``; else count it."""
+def outage_report(exc: BaseException, *, doing: str) -> None:
+    """Log ``exc`` (and what is ``doing`` about it) unless a failure of its class, met doing the same,
+    was logged in the last ``LOG_EVERY_SECONDS``; then only count it."""
     kind = _failure_class(exc)
+    key = f"{kind} {doing}"
     now = time.monotonic()
     with _lock:
-        last = _last_logged.get(kind)
+        last = _last_logged.get(key)
         if last is not None and now - last < LOG_EVERY_SECONDS:
-            _unlogged[kind] = _unlogged.get(kind, 0) + 1
+            _unlogged[key] = _unlogged.get(key, 0) + 1
             return
-        _last_logged[kind] = now
-        skipped = _unlogged.pop(kind, 0)
+        _last_logged[key] = now
+        skipped = _unlogged.pop(key, 0)
     first_line = (str(exc).strip().splitlines() or [""])[0][:300]
-    log.warning("database unreachable, answering 503: %s: %s%s", kind, first_line,
+    log.warning("database unreachable, %s: %s: %s%s", doing, kind, first_line,
                 f" ({skipped} more such failures since the last line)" if skipped else "")
 
 
 def outage_response(request, exc: BaseException) -> HttpResponse:
     """The 503 for ``request`` (JSON under /api/, a page elsewhere); logs through ``outage_report``."""
-    outage_report(exc)
+    outage_report(exc, doing="answering 503")
     request.database_outage = True  # django.request's line for this answer is dropped
     request_id = getattr(request, "request_id", "-")
     if request.path.startswith("/api/"):

@@ -1,42 +1,73 @@
-"""Celery tasks: thin wrappers that take primitive ids and call one service."""
+"""Celery tasks: thin wrappers that take primitive ids and call one service.
+
+While the database cannot be reached (``leaderboard/core/outage.py``) a scoring task is tried again
+``TASK_RETRY_SECONDS`` later and a periodic one waits for its next run; either way the worker logs
+one line per kind of failure per minute, not a traceback per task.
+"""
 from __future__ import annotations
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from leaderboard.core.heartbeat import heartbeat
+from leaderboard.core.outage import TASK_RETRY_SECONDS, outage_report
 from leaderboard.core.services import round_engine, submissions
 
+DATABASE_OUTAGE = (OperationalError, InterfaceError)
 
-@shared_task(name="leaderboard.score_submission", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def score_submission(*, submission_id: int) -> str | None:
+
+@shared_task(bind=True, name="leaderboard.score_submission", acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True)
+def score_submission(self, *, submission_id: int) -> str | None:
     # Idempotent: a redelivery after a worker died finds the row and redoes or skips it.
     # The heartbeat tells the sweep this worker is alive while it scores.
-    with heartbeat(lambda: submissions.submission_heartbeat(submission_id=submission_id),
-                   every=settings.SCORING_HEARTBEAT_SECONDS):
-        return submissions.submission_score(submission_id=submission_id)
+    try:
+        with heartbeat(lambda: submissions.submission_heartbeat(submission_id=submission_id),
+                       every=settings.SCORING_HEARTBEAT_SECONDS):
+            return submissions.submission_score(submission_id=submission_id)
+    except DATABASE_OUTAGE as exc:
+        outage_report(exc, doing=f"scoring tasks retried {TASK_RETRY_SECONDS} s later")
+        raise self.retry(countdown=TASK_RETRY_SECONDS, max_retries=None) from None
 
 
 @shared_task(name="leaderboard.sweep_stuck_submissions", ignore_result=True)
-def sweep_stuck_submissions() -> dict[str, int]:
-    return submissions.submissions_sweep_stuck()
+def sweep_stuck_submissions() -> dict[str, int] | None:
+    try:
+        return submissions.submissions_sweep_stuck()
+    except DATABASE_OUTAGE as exc:
+        outage_report(exc, doing="periodic jobs skipped until their next run")  # seconds later
+        return None
 
 
-@shared_task(name="leaderboard.score_round_version", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def score_round_version(*, round_id: int, version: int) -> str | None:
+@shared_task(bind=True, name="leaderboard.score_round_version", acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True)
+def score_round_version(self, *, round_id: int, version: int) -> str | None:
     # Idempotent per (round, version): a redelivery finds scored_at set, or redoes the work.
     # The heartbeat keeps the version's claim fresh while a long scoring runs, so the
     # sweep requeues it only when this worker died.
-    with heartbeat(lambda: round_engine.round_version_heartbeat(round_id=round_id, version=version),
-                   every=settings.SCORING_HEARTBEAT_SECONDS):
-        return round_engine.round_version_score(round_id=round_id, version=version)
+    try:
+        with heartbeat(lambda: round_engine.round_version_heartbeat(round_id=round_id, version=version),
+                       every=settings.SCORING_HEARTBEAT_SECONDS):
+            return round_engine.round_version_score(round_id=round_id, version=version)
+    except DATABASE_OUTAGE as exc:
+        outage_report(exc, doing=f"scoring tasks retried {TASK_RETRY_SECONDS} s later")
+        raise self.retry(countdown=TASK_RETRY_SECONDS, max_retries=None) from None
 
 
 @shared_task(name="leaderboard.close_due_rounds", ignore_result=True)
-def close_due_rounds() -> int:
-    return round_engine.rounds_close_due()
+def close_due_rounds() -> int | None:
+    try:
+        return round_engine.rounds_close_due()
+    except DATABASE_OUTAGE as exc:
+        outage_report(exc, doing="periodic jobs skipped until their next run")
+        return None
 
 
 @shared_task(name="leaderboard.sweep_round_versions", ignore_result=True)
-def sweep_round_versions() -> int:
-    return round_engine.round_versions_sweep()
+def sweep_round_versions() -> int | None:
+    try:
+        return round_engine.round_versions_sweep()
+    except DATABASE_OUTAGE as exc:
+        outage_report(exc, doing="periodic jobs skipped until their next run")
+        return None
