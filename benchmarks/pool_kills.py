@@ -37,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PY = sys.executable
+from benchmarks.serving import multipart_file, serve_start, serve_stop  # noqa: E402
 LIMIT = 60.0
 
 
@@ -80,7 +81,7 @@ def main() -> int:
                                           "weights": {"spearman": 0.6, "recall": 0.4}, "recall_fraction": 0.1}}))
     (bundle / "cases.csv").write_text("sequence_id,fold,split,A\n" + "".join(
         f"k{i:02d},{i % 5},{'public' if i < 14 else 'private'},{i * 0.5}\n" for i in range(20)))
-    benchmark = benchmark_load_bundle(bundle).benchmark
+    benchmark_load_bundle(bundle)
     user, _ = get_user_model().objects.get_or_create(username="pool-killer")
     _, key = token_create(user=user)
     with app.connection_for_write() as conn:
@@ -89,21 +90,10 @@ def main() -> int:
     log_path = Path(tempfile.mkdtemp(prefix="kills-log-")) / "serve.log"
     base = f"http://127.0.0.1:{args.port}"
     burners: list[subprocess.Popen] = []
-    with open(log_path, "w") as log:
-        serve = subprocess.Popen([PY, "manage.py", "serve", f"127.0.0.1:{args.port}"], cwd=ROOT, env=env,
-                                 stdout=log, stderr=subprocess.STDOUT)
+    serve = serve_start(port=args.port, env=env, log_path=log_path)
     results: list[float | None] = []
     loads: list[float] = []
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(base + "/api/benchmarks/", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline or serve.poll() is not None:
-                    sys.exit("serve did not start:\n" + log_path.read_text()[-3000:])
-                time.sleep(0.5)
         # Load: burners at nice 19 until the 1-minute load average reaches --load (at most 16).
         ramp_until = time.monotonic() + 240
         while os.getloadavg()[0] < args.load and time.monotonic() < ramp_until:
@@ -114,10 +104,8 @@ def main() -> int:
 
         worker_main = int(re.findall(r"scoring worker started, pid (\d+)", log_path.read_text())[-1])
         csv = "sequence_id,A,fold\n" + "".join(f"k{i:02d},{random.random()},{i % 5}\n" for i in range(20))
-        boundary = uuid.uuid4().hex
-        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\n"
-                f"Content-Type: text/csv\r\n\r\n{csv}\r\n--{boundary}--\r\n").encode()
-        headers = {"Authorization": f"Token {key}", "Content-Type": f"multipart/form-data; boundary={boundary}"}
+        body, ctype = multipart_file(csv)
+        headers = {"Authorization": f"Token {key}", "Content-Type": ctype}
         for trial in range(args.kills):
             req = urllib.request.Request(f"{base}/api/benchmarks/{slug}/submissions/", data=body, headers=headers)
             with urllib.request.urlopen(req, timeout=60) as resp:
@@ -157,12 +145,7 @@ def main() -> int:
         for b in burners:
             b.kill()
             b.wait()
-        if serve.poll() is None:
-            serve.send_signal(signal.SIGINT)
-            try:
-                serve.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                serve.kill()
+        serve_stop(serve)
     text = log_path.read_text(errors="replace")
     done = sorted(r for r in results if r is not None)
     print(f"kills: {len(done)} of {len(results)} recovered within {LIMIT:.0f} s")

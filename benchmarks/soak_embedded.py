@@ -25,7 +25,6 @@ import json
 import os
 import random
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -33,12 +32,13 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-import uuid
 from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 PY = sys.executable
+from benchmarks.serving import multipart_file, serve_start, serve_stop  # noqa: E402
 ROWS = 40
 
 
@@ -70,11 +70,9 @@ def _bundle(directory: Path) -> None:
 
 def _upload(base: str, key: str, rng: random.Random) -> int:
     csv = "sequence_id,A,fold\n" + "".join(f"s{i:03d},{rng.uniform(0, 10):.4f},{i % 5}\n" for i in range(ROWS))
-    boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\n"
-            f"Content-Type: text/csv\r\n\r\n{csv}\r\n--{boundary}--\r\n").encode()
+    body, ctype = multipart_file(csv)
     req = urllib.request.Request(f"{base}/api/benchmarks/soak/submissions/", data=body, method="POST", headers={
-        "Authorization": f"Token {key}", "Content-Type": f"multipart/form-data; boundary={boundary}"})
+        "Authorization": f"Token {key}", "Content-Type": ctype})
     with urllib.request.urlopen(req, timeout=60) as resp:
         return json.loads(resp.read())["id"]
 
@@ -108,19 +106,8 @@ def main() -> int:
     log_path = Path(data_dir) / "serve.log"
     base = f"http://127.0.0.1:{args.port}"
     load_start = os.getloadavg()
-    with open(log_path, "w") as log:
-        serve = subprocess.Popen([PY, "manage.py", "serve", f"127.0.0.1:{args.port}"], cwd=ROOT, env=env,
-                                 stdout=log, stderr=subprocess.STDOUT)
+    serve = serve_start(port=args.port, env=env, log_path=log_path)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(base + "/api/benchmarks/", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline or serve.poll() is not None:
-                    sys.exit("serve did not answer:\n" + log_path.read_text()[-3000:])
-                time.sleep(0.5)
         print(f"soak: serving {base} from {data_dir}; {args.minutes:g} minutes; load {load_start}", flush=True)
         ids: list[int] = []
         upload_errors: list[str] = []
@@ -151,12 +138,7 @@ def main() -> int:
                 break
             time.sleep(2)
     finally:
-        if serve.poll() is None:
-            serve.send_signal(signal.SIGINT)
-            try:
-                serve.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                serve.kill()
+        serve_stop(serve)
     load_end = os.getloadavg()
     text = log_path.read_text(errors="replace")
     statuses = [r["status"] for r in results.values()]
