@@ -65,12 +65,15 @@ def benchmark_list(request):
 
 def benchmark_detail(request, slug):
     b = _benchmark(request, slug)
+    paging = _board_paging(request)
+    if isinstance(paging, HttpResponse):
+        return paging
     if b.kind_impl.is_round_kind:
-        return round_benchmark_detail(request, b)
+        return round_benchmark_detail(request, b, paging)
     split = request.GET.get("split") or selectors.default_split(b)
     if split not in ("public", "private") or (split == "private" and not selectors.private_visible(b, request.user)):
         split = "public"
-    page_number, page_size = _board_paging(request)
+    page_number, page_size = paging
     # The round and whether it has a training set change only through services that drop the cache
     # (a status change, a reloaded bundle); whether it still takes uploads is decided per request.
     round_ = cached_read(b.pk, ("leaderboard-round",), lambda: selectors.leaderboard_round(b))
@@ -138,12 +141,12 @@ def _board_summary(b: Benchmark, parts: tuple, fetch) -> selectors.BoardPage:
     return selectors.BoardPage(rows=owners, count=count, page=page, page_size=page_size)
 
 
-def _board_paging(request) -> tuple[int, int]:
-    """``(page, page_size)`` of a board page; a bad value is a 400 naming it (``bad_request``)."""
+def _board_paging(request) -> tuple[int, int] | HttpResponse:
+    """``(page, page_size)`` of a board page, or the 400 page naming the bad value (DEBUG on or off)."""
     try:
         return selectors.board_paging(request.GET)
     except selectors.BoardParamError as exc:
-        raise BadRequest(str(exc)) from None
+        return bad_request(request, BadRequest(str(exc)))
 
 
 def _ranks_owned(board: selectors.BoardPage, viewer) -> tuple[int, ...]:
@@ -153,12 +156,12 @@ def _ranks_owned(board: selectors.BoardPage, viewer) -> tuple[int, ...]:
     return tuple(rank for rank, owner_id in board.rows if owner_id == viewer.pk)
 
 
-def round_benchmark_detail(request, b: Benchmark):
+def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
     """A round benchmark: the standings across resolved rounds and every round with its status."""
     kind = b.kind_impl
     track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else (
         kind.tracks[0] if kind.tracks else "")
-    page_number, page_size = _board_paging(request)
+    page_number, page_size = paging
     where = (track, page_number, page_size)
     fetch = _once(lambda: selectors.standings_page(b, track=track, page=page_number, page_size=page_size))
     board = _board_summary(b, ("standings", *where), fetch)
@@ -194,7 +197,10 @@ def round_detail(request, slug, number):
     round_ = selectors.round_of(b, number)
     if round_ is None:
         raise Http404("no such round")
-    page_number, page_size = _board_paging(request)
+    paging = _board_paging(request)
+    if isinstance(paging, HttpResponse):
+        return paging
+    page_number, page_size = paging
     board = selectors.round_board_page(round_, page=page_number, page_size=page_size)
     columns = list(kind.board_metrics(b.config))
     # The chart draws the top entrants of the board and the viewer's own.
@@ -227,7 +233,10 @@ def comparison_sets(request, slug):
     if not getattr(kind, "has_comparison_sets", False):
         raise Http404("this benchmark has no comparison sets")
     track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else kind.tracks[0]
-    page_number, page_size = _board_paging(request)
+    paging = _board_paging(request)
+    if isinstance(paging, HttpResponse):
+        return paging
+    page_number, page_size = paging
     view = selectors.comparison_sets_view(b, track=track, page=page_number, page_size=page_size)
     score, ret = kind.metric(kind.ranking_metric_for(b.config)), kind.metric("return")
 
