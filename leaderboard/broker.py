@@ -12,6 +12,10 @@ used before read files still being written and its worker died on them
   so readers do not block the writer;
 - no connection pool: each transaction opens the file afresh, so nothing is
   shared by a pool process forked from the worker;
+- processes starting together on a fresh file (the web server, the worker
+  and beat) all end with its one set of tables and one row per queue, where
+  kombu's transport let the later ones fail ("table kombu_queue already
+  exists", a unique name taken);
 - a taken message is deleted in the transaction that takes it (kombu keeps it
   as an invisible row forever). Until the worker acknowledges it, kombu holds
   it in memory and puts it back if the worker stops; if the worker is killed,
@@ -25,6 +29,7 @@ from queue import Empty
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
 from kombu.utils.encoding import bytes_to_str
 from sqlalchemy import create_engine, event, text
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.pool import NullPool
 
 
@@ -42,6 +47,22 @@ class Channel(kombu_sqlalchemy.Channel):
             cursor.close()
 
         return engine
+
+    def _open(self):
+        try:
+            return super()._open()
+        except OperationalError as exc:
+            if "already exists" not in str(exc):
+                raise
+            return super()._open()  # another process created the tables meanwhile: now they are found
+
+    def _get_or_create(self, queue):
+        """The queue's row; created if missing, by this process or, in a race, by another."""
+        try:
+            return super()._get_or_create(queue)
+        except IntegrityError:  # another process inserted the same name first
+            self.session.rollback()
+            return self.session.query(self.queue_cls).filter(self.queue_cls.name == queue).one()
 
     def _get(self, queue):
         """Take the oldest message of ``queue``: read and delete it in one write transaction."""
