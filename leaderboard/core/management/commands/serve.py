@@ -11,8 +11,8 @@ serve watches them. If the worker or beat exits, it says so loudly and starts
 it again. A worker that is running but makes no progress is restarted the same
 way: no heartbeat from any of its processes for ``WORKER_STALL_SECONDS`` (60 s),
 or a queued submission waiting that long while it takes no task
-(``leaderboard/core/liveness.py``). If one keeps dying (``MAX_RESTARTS`` times within ``RESTART_WINDOW``
-seconds) or the web server exits, serve stops everything and exits non-zero:
+(``leaderboard/core/liveness.py``). If one keeps dying (``MAX_RESTARTS`` times
+within ``RESTART_WINDOW`` seconds) or the web server exits, serve stops everything and exits non-zero:
 it never serves on without a worker. Ctrl-C (SIGINT) or SIGTERM stops all
 three in order (web first, then beat, then the worker, which finishes its
 task) and exits 0; a second Ctrl-C kills what is left at once. If serve itself
@@ -111,9 +111,9 @@ class Command(BaseCommand):
                 web += ["--workers", str(workers)]
             if threads:
                 web += ["--threads", str(threads)]
-        # With JSON logs, no banners: every line on stderr is then one JSON object.
         # The worker's node name, under which its processes write their heartbeats.
         self.worker_node = f"serve-{os.getpid()}@{socket.gethostname()}"
+        # With JSON logs, no banners: every line on stderr is then one JSON object.
         celery = [py, "-m", "celery", "-A", "leaderboard", *(["--quiet"] if settings.LOG_FORMAT == "json" else [])]
         self.children = [
             Child("web", web),
