@@ -44,7 +44,7 @@ dev: migrate
 worker: $(VENV)/.installed
 	$(PY) -m celery -A leaderboard worker --queues scoring
 
-# Tests keep their own data folder (SQLite test database, file broker, uploads),
+# Tests keep their own data folder (SQLite test database, SQLite broker, uploads),
 # so a running demo never sees their tasks. With CI=true the runtime-only check
 # runs after the suite.
 test: $(VENV)/.installed-dev
