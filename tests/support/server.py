@@ -31,7 +31,8 @@ def start_gunicorn(*, workers: int = 2, threads: int = 8, env_overrides: dict | 
     )
     proc.log_path = log.name  # type: ignore[attr-defined]
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    # Generous: three workers importing the site at once took 40 s on a machine at load average 20.
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError("gunicorn exited:\n" + Path(log.name).read_text())
