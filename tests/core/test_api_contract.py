@@ -51,6 +51,13 @@ parameters = {{ id = {submission} }}
 include-path-regex = "^/api/benchmarks/\\\\{{slug\\\\}}/(submissions|verify)/$"
 include-method = "POST"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
+
+# A board's track is any text to the schema, but the benchmark's kind knows its own (portfolio: weekly,
+# monthly; others none): another name is a 400 naming the track, as the uploads' bad values are.
+[[operations]]
+include-path-regex = "^/api/benchmarks/\\\\{{slug\\\\}}/leaderboard/$"
+include-method = "GET"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
 """
 
 
