@@ -74,7 +74,7 @@ lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-# Tests keep their own data folder (SQLite test database, file broker, uploads),
+# Tests keep their own data folder (SQLite test database, SQLite broker, uploads),
 # so a running demo never sees their tasks. A model change without its migration
 # fails first. The whole suite (no PYTEST_ARGS, as CI runs it) starts with make lint.
 # With CI=true the runtime-only check runs after the suite.

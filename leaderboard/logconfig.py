@@ -125,6 +125,16 @@ class PlainFormatter(logging.Formatter):
         line = super().format(record)
         repeats = getattr(record, "traceback_repeats", None)
         return f"{line}\n[{repeats}]" if repeats else line
+class DatabaseOutageFilter(logging.Filter):
+    """Drops django.request's line for a 503 answered because the database is unreachable.
+
+    ``leaderboard/core/outage.py`` logs those itself, one line per kind of failure per minute,
+    instead of one line (and a traceback) per request.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "django.request"
+                    and getattr(getattr(record, "request", None), "database_outage", False))
 
 
 class JsonFormatter(logging.Formatter):
@@ -174,14 +184,15 @@ def logging_config(*, fmt: str = "plain", level: str = "INFO") -> dict:
         "disable_existing_loggers": False,
         "filters": {"request_id": {"()": "leaderboard.logconfig.RequestIdFilter"},
                     "quiet_routine": {"()": "leaderboard.logconfig.QuietRoutineFilter"},
-                    "repeated_tracebacks": {"()": "leaderboard.logconfig.RepeatedTracebackFilter"}},
+                    "repeated_tracebacks": {"()": "leaderboard.logconfig.RepeatedTracebackFilter"},
+                    "database_outage": {"()": "leaderboard.logconfig.DatabaseOutageFilter"}},
         "formatters": {
             "plain": {"()": "leaderboard.logconfig.PlainFormatter", "fmt": PLAIN_FORMAT},
             "json": {"()": "leaderboard.logconfig.JsonFormatter"},
         },
         "handlers": {
             "console": {"class": "logging.StreamHandler", "formatter": "json" if fmt == "json" else "plain",
-                        "filters": ["request_id", "quiet_routine", "repeated_tracebacks"],
+                        "filters": ["request_id", "quiet_routine", "database_outage", "repeated_tracebacks"],
                         "stream": "ext://sys.stderr"},
         },
         "root": {"handlers": ["console"], "level": "WARNING"},

@@ -1,7 +1,7 @@
 """Settings, all read from the environment here and nowhere else.
 
 Defaults run on one laptop with no servers: SQLite in ``data/`` and a Celery
-broker on the filesystem. ``DATABASE_URL`` and ``REDIS_URL`` switch to
+broker in an SQLite file beside it. ``DATABASE_URL`` and ``REDIS_URL`` switch to
 PostgreSQL and Redis.
 """
 from __future__ import annotations
@@ -77,6 +77,8 @@ MIDDLEWARE = [
     "leaderboard.core.probes.ProbesMiddleware",
     # Every /api/ answer is JSON, a 404 for a path no route matches and a 405 included.
     "leaderboard.core.middleware.ApiJsonErrorsMiddleware",
+    # A database that cannot be reached answers 503 with Retry-After, not 500 (leaderboard/core/outage.py).
+    "leaderboard.core.outage.DatabaseUnavailableMiddleware",
     "leaderboard.core.middleware.RejectControlCharactersMiddleware",
     "leaderboard.core.middleware.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -111,7 +113,10 @@ TEMPLATES = [
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60))}
+    # Health checks: a kept connection that a database outage broke is replaced at the next request's
+    # first query, so the site answers again as soon as the database is back (leaderboard/core/outage.py).
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60),
+                                                  conn_health_checks=True)}
 else:
     DATABASES = {
         "default": {
@@ -251,19 +256,11 @@ if REDIS_URL:
         "socket_connect_timeout": envfloat("REDIS_CONNECT_TIMEOUT", 1.0),
     }
 else:
-    CELERY_BROKER_URL = "filesystem://localhost/"  # the host is a placeholder kombu wants
-    _broker_dir = DATA_DIR / "broker"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir / "queue"),
-        "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
-        "control_folder": str(_broker_dir / "control"),
-        "store_processed": False,
-        "polling_interval": 0.1,
-    }
-    # kombu's filesystem transport lists these folders and fails if they are missing.
-    for _folder in ("queue", "processed"):
-        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+    # The embedded broker: an SQLite file, one transaction per publish and per take
+    # (leaderboard/broker.py; kombu's SQLAlchemy transport).
+    CELERY_BROKER_TRANSPORT = "leaderboard.broker:Transport"
+    CELERY_BROKER_URL = "sqlite:///" + str(DATA_DIR / "broker.sqlite3")
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.1, "busy_timeout": 30}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

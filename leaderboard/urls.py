@@ -36,4 +36,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
+handler400 = "leaderboard.core.views.bad_request"
 handler500 = "leaderboard.core.views.server_error"

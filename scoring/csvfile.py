@@ -24,17 +24,33 @@ from scoring.errors import ErrorList, RowError, ValidationFailed
 MAX_CELL_CHARS = 256  # no id or number needs more; bounds every message and row
 
 
+# A cell starting with one of these is run as a formula by spreadsheets (CSV injection) unless it is a number.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
+
+
+def looks_like_formula(text: str) -> bool:
+    """Whether a spreadsheet opening ``text`` from a CSV cell would run it as a formula."""
+    return text.startswith(FORMULA_PREFIXES) and not _PLAIN_NUMBER.match(text)
+
+
+def formula_id_message(what: str, value: str) -> str:
+    """Why an id (``what``: "an id", "an option", ...) that looks like a formula is refused."""
+    return (f"{what} may not start with {value[:1]!r} ({show(value)}): a spreadsheet opening the file would run it "
+            "as a formula; start it with a letter or a digit")
+
+
 def show(value: str, limit: int = 40) -> str:
     """A value as quoted in a message, cut short, unprintable characters replaced."""
     s = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in str(value)[: limit + 1])
     return repr(s if len(s) <= limit else s[:limit] + "…")
 
 
-def too_large_message(size: int, limit: int) -> str:
+def too_large_message(size: int, limit: int, *, what: str = "the file") -> str:
     """What an upload of ``size`` bytes over a ``limit``-byte cap is told (the pages and the API say
-    the same before reading a file)."""
+    the same before reading a file; ``what`` names a JSON body instead)."""
     megabytes = f" ({limit / 1048576:g} MB)" if limit >= 1048576 else ""
-    return f"the file is {size:,} bytes; the limit is {limit:,} bytes{megabytes}"
+    return f"{what} is {size:,} bytes; the limit is {limit:,} bytes{megabytes}"
 
 
 def check_size(data: bytes, limit: int, *, file: str | None = None) -> None:

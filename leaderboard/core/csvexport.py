@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.http import HttpResponse
 
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
+from scoring.csvfile import looks_like_formula
 
 
 def csv_cell(value: Any) -> Any:
     """``value`` as it may be written to a CSV cell (text that a spreadsheet would evaluate gets a ``'``)."""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES) and not _PLAIN_NUMBER.match(value):
+    if isinstance(value, str) and looks_like_formula(value):
         return "'" + value
     return value
 

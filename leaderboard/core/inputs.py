@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from django.utils.dateparse import parse_date, parse_datetime
+
 from scoring.errors import RowError
 
 MAX_JSON_DEPTH = 20
@@ -87,16 +89,27 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            # json.loads would keep the last silently: the sender meant one of them, we cannot know which.
+            raise ValueError(f"the key {key[:40]!r} appears twice in one object; each key may appear once")
+        out[key] = value
+    return out
+
+
 def json_loads_checked(text: str, *, field: str | None = None, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse JSON text after checking its depth; then check every string in it.
 
-    Raises BadInput naming where the problem is (``field`` prefixes the path).
+    Raises BadInput naming where the problem is (``field`` prefixes the path); a key twice in one
+    object is refused too.
     """
     depth = json_depth(text)
     if depth > max_depth:
         raise BadInput(f"JSON nested {depth} levels deep; at most {max_depth} allowed", field)
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_object_without_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise BadInput(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", field) from None
     except (ValueError, RecursionError) as exc:
@@ -128,3 +141,21 @@ def json_strings_check(data: Any, *, prefix: str = "", max_depth: int = MAX_JSON
             for i, item in enumerate(value):
                 # The first list level gives the row (1-based), as the kinds number predictions.
                 stack.append((item, f"{path}[{i}]", depth + 1, i if index is None else index))
+
+
+def date_from_text(text: str):
+    """The date ``YYYY-MM-DD`` names, or None: also for one that is well formed but does not exist
+    (``2026-13-45``), where Django's ``parse_date`` raises ValueError."""
+    try:
+        return parse_date(str(text).strip())
+    except ValueError:
+        return None
+
+
+def aware_datetime_from_text(text: str):
+    """The ISO 8601 time with a zone ``text`` names, or None (no zone, malformed, or no such time)."""
+    try:
+        when = parse_datetime(str(text).strip())
+    except ValueError:
+        return None
+    return when if when is not None and when.tzinfo is not None else None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from datetime import datetime, timedelta
 
 from django.db import close_old_connections
@@ -141,7 +142,7 @@ class _Beat:
                 if not failing:  # one line per outage, not one per beat
                     log.warning("worker heartbeat not written (%s): %s: %s", name, type(exc).__name__, exc)
                 failing = True
-            threading.Event().wait(every)
+            time.sleep(every)
 
     def _write(self, hostname: str, name: str, *, forget_old: bool) -> None:
         now = timezone.now()

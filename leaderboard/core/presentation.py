@@ -9,7 +9,7 @@ filter values its script (static/core/case_table.js) reads.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Number
 from typing import Any
@@ -39,13 +39,14 @@ def interval_bounds(kind: Kind) -> set[str]:
     return {name for pair in kind.metric_intervals.values() for name in pair}
 
 
-def metric_columns(kind: Kind, config: Mapping[str, Any], limit: int = 8) -> list[MetricSpec]:
+def metric_columns(kind: Kind, config: Mapping[str, Any], limit: int = 8,
+                   hidden: Collection[str] = ()) -> list[MetricSpec]:
     """The metrics shown as leaderboard columns: the ranking one first, then the others.
 
-    Interval bounds are printed beside their metric, not as columns.
+    Interval bounds are printed beside their metric, not as columns; ``hidden`` ones not at all.
     """
     bounds = interval_bounds(kind)
-    specs = [m for m in kind.metric_specs(config) if m.name not in bounds]
+    specs = [m for m in kind.metric_specs(config) if m.name not in bounds and m.name not in hidden]
     specs.sort(key=lambda m: m.name != kind.ranking_metric_for(config))  # stable: the kind's order after the first
     return specs[:limit]
 

@@ -56,6 +56,18 @@ from leaderboard.core.services.visibility import case_truth_visible
 HIDDEN_SPLIT_LABEL = "test"
 
 
+def split_counts_hidden(*, benchmark: Benchmark, round_: Round | None, split: str, viewer=None) -> frozenset[str]:
+    """The kind's metrics that count ``split``'s cases (``Kind.split_count_metrics``), when they must not be shown.
+
+    Hidden while the split's truth is (``case_truth_visible``): an upload of a few ranked cases
+    would learn from the counts which cases are public and which private.
+    """
+    if split not in Case.RANKED_SPLITS or case_truth_visible(benchmark=benchmark, round_=round_, split=split,
+                                                              viewer=viewer):
+        return frozenset()
+    return frozenset(benchmark.kind_impl.split_count_metrics)
+
+
 def split_label(split: str, *, visible: bool) -> str:
     """A case's split as a viewer may see it: ``dev``, or ``test`` for a ranked case whose truth is hidden."""
     return split if visible or split == Case.Split.DEV else HIDDEN_SPLIT_LABEL
@@ -68,6 +80,8 @@ def _visible_splits(benchmark: Benchmark, round_: Round | None, viewer) -> dict[
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
+# Far past any board's last page; bounds the SQL offset (a 20-digit page number overflowed it: a 500).
+MAX_PAGE = 1_000_000
 
 
 def benchmarks_for(viewer) -> QuerySet:
@@ -160,29 +174,23 @@ class BoardParamError(ValueError):
         super().__init__(message)
 
 
-def board_paging(params: Mapping[str, str], *, strict: bool = True) -> tuple[int, int]:
-    """``(page, page_size)`` from query parameters: page from 1, page_size 1..1000 (default 100).
+def board_paging(params: Mapping[str, str]) -> tuple[int, int]:
+    """``(page, page_size)`` from query parameters: page 1..1,000,000, page_size 1..1000 (default 100).
 
-    ``strict`` raises BoardParamError on a bad value (the API's 400); otherwise
-    the value is clamped (a page link typed by hand still shows a page).
+    A bad value raises BoardParamError naming it (the API's 400 and the pages' 400).
     """
     out = []
-    for name, default, high in (("page", 1, None), ("page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)):
+    for name, default, high in (("page", 1, MAX_PAGE), ("page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)):
         raw = params.get(name)
-        if raw is None or (raw == "" and not strict):
+        if raw is None:
             out.append(default)
             continue
         try:
             value = int(raw)
         except (TypeError, ValueError):
-            if strict:
-                raise BoardParamError(name, f"{name} must be a whole number") from None
-            value = default
-        if value < 1 or (high is not None and value > high):
-            if strict:
-                limit = f"between 1 and {high:,}" if high else "at least 1"
-                raise BoardParamError(name, f"{name} must be {limit}")
-            value = min(max(value, 1), high or value)
+            raise BoardParamError(name, f"{name} must be a whole number; got {raw[:40]!r}") from None
+        if not 1 <= value <= high:
+            raise BoardParamError(name, f"{name} must be between 1 and {high:,}; got {value:,}"[:200])
         out.append(value)
     return out[0], out[1]
 
@@ -278,12 +286,18 @@ def leaderboard_page(benchmark: Benchmark, *, split: str = "public", viewer=None
                      page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
     """A page of precomputed rows, ranked, with entrant and submission loaded (two queries).
 
-    The private split is only returned once revealed, or to staff.
+    The private split is only returned once revealed, or to staff. While the split's truth is
+    hidden, the rows' metrics leave out those counting its cases (``split_counts_hidden``; the
+    same for every viewer, as the page is cached for all).
     """
     if split != "public" and not private_visible(benchmark, viewer):
         return BoardPage([], 0, page, page_size)
     round_ = round_ or leaderboard_round(benchmark)
-    return board_page(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER, page=page, page_size=page_size)
+    out = board_page(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER, page=page, page_size=page_size)
+    hidden = split_counts_hidden(benchmark=benchmark, round_=round_, split=split)
+    for row in out.rows if hidden else ():
+        row.metrics = {name: value for name, value in row.metrics.items() if name not in hidden}
+    return out
 
 
 def leaderboard_find(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None,
@@ -328,7 +342,8 @@ def _scores_shown(submission: Submission, raw: dict, viewer) -> dict[str, dict[s
             # Scored over fewer cases than the leaderboard's minimum: such a score
             # would tell the truth of its few cases (one case: right or wrong).
             continue
-        shown[split] = metrics
+        hidden = split_counts_hidden(benchmark=benchmark, round_=submission.round, split=split, viewer=viewer)
+        shown[split] = {name: value for name, value in metrics.items() if name not in hidden}
     return shown
 
 

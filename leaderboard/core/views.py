@@ -1,6 +1,7 @@
 """Server-rendered pages. Thin: they call the same services and selectors as the API."""
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 from typing import Any
 
@@ -12,7 +13,8 @@ from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
-from django.http import Http404, HttpResponse, HttpResponseServerError, JsonResponse
+from django.core.exceptions import BadRequest
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseServerError, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
@@ -26,6 +28,7 @@ from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import AccountDeleteForm, EntrantForm, InviteForm, SubmitForm, TeamForm, TokenForm
 from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission, Team, TeamInvite
+from leaderboard.core.outage import is_database_outage, outage_response
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.services.accounts import account_delete, upload_refusal
 from leaderboard.core.services.answers import SubmissionRejected
@@ -64,12 +67,15 @@ def benchmark_list(request):
 
 def benchmark_detail(request, slug):
     b = _benchmark(request, slug)
+    paging = _board_paging(request)
+    if isinstance(paging, HttpResponse):
+        return paging
     if b.kind_impl.is_round_kind:
-        return round_benchmark_detail(request, b)
+        return round_benchmark_detail(request, b, paging)
     split = request.GET.get("split") or selectors.default_split(b)
     if split not in ("public", "private") or (split == "private" and not selectors.private_visible(b, request.user)):
         split = "public"
-    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    page_number, page_size = paging
     # The round and whether it has a training set change only through services that drop the cache
     # (a status change, a reloaded bundle); whether it still takes uploads is decided per request.
     round_ = cached_read(b.pk, ("leaderboard-round",), lambda: selectors.leaderboard_round(b))
@@ -82,7 +88,8 @@ def benchmark_detail(request, slug):
     fetch = _once(lambda: selectors.leaderboard_page(b, split=split, viewer=request.user, round_=round_,
                                                      page=page_number, page_size=page_size))
     board = _board_summary(b, ("board", *where), fetch)
-    columns = presentation.metric_columns(kind, b.config)
+    columns = presentation.metric_columns(kind, b.config, hidden=selectors.split_counts_hidden(
+        benchmark=b, round_=round_, split=split))
     mine = selectors.viewer_entrant_ids(request.user)
     board_html = mark_safe(cached_read(b.pk, ("board-html", *where, _ranks_owned(board, mine)),
                                        lambda: render_to_string("core/leaderboard_table.html", {
@@ -102,7 +109,7 @@ def benchmark_detail(request, slug):
                                               page_size=page_size),
         "split": split,
         "private_visible": selectors.private_visible(b, request.user),
-        "columns": presentation.metric_columns(kind, b.config),
+        "columns": columns,
         "ranking_metric": kind.ranking_metric_for(b.config),
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),
@@ -137,17 +144,25 @@ def _board_summary(b: Benchmark, parts: tuple, fetch) -> selectors.BoardPage:
     return selectors.BoardPage(rows=owners, count=count, page=page, page_size=page_size)
 
 
+def _board_paging(request) -> tuple[int, int] | HttpResponse:
+    """``(page, page_size)`` of a board page, or the 400 page naming the bad value (DEBUG on or off)."""
+    try:
+        return selectors.board_paging(request.GET)
+    except selectors.BoardParamError as exc:
+        return bad_request(request, BadRequest(str(exc)))
+
+
 def _ranks_owned(board: selectors.BoardPage, mine: set[int]) -> tuple[int, ...]:
     """The ranks on this page of the viewer's own entrants and teams (marked in the table)."""
     return tuple(rank for rank, entrant_id in board.rows if entrant_id in mine)
 
 
-def round_benchmark_detail(request, b: Benchmark):
+def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
     """A round benchmark: the standings across resolved rounds and every round with its status."""
     kind = b.kind_impl
     track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else (
         kind.tracks[0] if kind.tracks else "")
-    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    page_number, page_size = paging
     where = (track, page_number, page_size)
     fetch = _once(lambda: selectors.standings_page(b, track=track, page=page_number, page_size=page_size))
     board = _board_summary(b, ("standings", *where), fetch)
@@ -184,7 +199,10 @@ def round_detail(request, slug, number):
     round_ = selectors.round_of(b, number)
     if round_ is None:
         raise Http404("no such round")
-    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    paging = _board_paging(request)
+    if isinstance(paging, HttpResponse):
+        return paging
+    page_number, page_size = paging
     board = selectors.round_board_page(round_, page=page_number, page_size=page_size)
     columns = list(kind.board_metrics(b.config))
     # The chart draws the top entrants of the board and the viewer's own.
@@ -218,7 +236,10 @@ def comparison_sets(request, slug):
     if not getattr(kind, "has_comparison_sets", False):
         raise Http404("this benchmark has no comparison sets")
     track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else kind.tracks[0]
-    page_number, page_size = selectors.board_paging(request.GET, strict=False)
+    paging = _board_paging(request)
+    if isinstance(paging, HttpResponse):
+        return paging
+    page_number, page_size = paging
     view = selectors.comparison_sets_view(b, track=track, page=page_number, page_size=page_size)
     score, ret = kind.metric(kind.ranking_metric_for(b.config)), kind.metric("return")
 
@@ -668,12 +689,22 @@ def fairplay_page(request, slug):
     }, status=400 if error else 200)
 
 
+def bad_request(request, exception=None):
+    """A 400 page that says what was wrong with the request (a ``BadRequest`` raised by a view says it)."""
+    message = str(exception) if isinstance(exception, BadRequest) and str(exception) else (
+        "The request could not be understood.")
+    return HttpResponseBadRequest(render_to_string("400.html", {"message": message}))
+
+
 def server_error(request):
     """The answer to an unhandled exception, which django.request has logged with its traceback.
 
     JSON for the API, a short page otherwise; both name the request id, which
     the log line carries too, so a report can be matched to its traceback.
     """
+    failure = sys.exc_info()[1]  # Django calls this handler while it handles the exception
+    if failure is not None and is_database_outage(failure):  # in a middleware: 503 like the views' (leaderboard/core/outage.py)
+        return outage_response(request, failure)
     request_id = getattr(request, "request_id", "-")
     message = f"Server error. If you report it, quote the request id {request_id}."
     if request.path.startswith("/api/"):

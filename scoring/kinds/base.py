@@ -127,6 +127,10 @@ class Kind:
     # Are the cases texts that pass the de-identification pipeline before
     # participants see them (public["text"], original in private)?
     deidentify_text: ClassVar[bool] = False
+    # Metrics that count a split's cases (how many were scored, what share of the split was
+    # predicted). While a ranked split's truth is hidden they are not shown: uploading a few
+    # ranked cases and reading the counts would tell which cases are public and which private.
+    split_count_metrics: ClassVar[tuple[str, ...]] = ()
     # Metrics shown with an interval: metric name -> (low bound metric, high bound
     # metric). Pages print "value [low–high]" and drop the bounds' own columns.
     metric_intervals: ClassVar[Mapping[str, tuple[str, str]]] = {}
@@ -583,6 +587,9 @@ def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()
         elif len(cid) > MAX_ID_CHARS or not cid.isprintable() or "," in cid:
             errs.add(f"an id is at most {MAX_ID_CHARS} printable characters without commas; got {csvfile.show(cid)}",
                      row, "id")
+            ok = False
+        elif csvfile.looks_like_formula(cid):
+            errs.add(csvfile.formula_id_message("an id", cid), row, "id")
             ok = False
         elif cid in seen:
             errs.add(f"duplicate id {cid!r} (first in row {seen[cid]})", row, "id")

@@ -228,6 +228,7 @@ class ImpactKind(Kind):
                    "Predictions scored against resolved truth."),
     )
     ranking_metric: ClassVar[str] = "exact_match_accuracy"
+    split_count_metrics: ClassVar[tuple[str, ...]] = ("cases_evaluated", "coverage")
     metric_intervals: ClassVar[Mapping[str, tuple[str, str]]] = {
         "exact_match_accuracy": ("exact_match_ci_low", "exact_match_ci_high"),
     }

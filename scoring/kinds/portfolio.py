@@ -119,6 +119,8 @@ def _option_name_problem(name: str) -> str | None:
     if len(name) > MAX_OPTION_CHARS or not name.isprintable() or "," in name:
         return (f"an option is at most {MAX_OPTION_CHARS} printable characters without commas; got "
                 f"{csvfile.show(name)}")
+    if csvfile.looks_like_formula(name):
+        return csvfile.formula_id_message("an option", name)
     if name.upper() == CASH:
         return "CASH is always allocatable at 0% and is added by the site; leave it out of the universe"
     return None

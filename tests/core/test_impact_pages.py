@@ -352,15 +352,15 @@ def test_impact_leaderboard_shows_the_interval_in_one_cell_and_the_entry_rule(cl
     page = Page(html)
     table = page.find("table", class_="table leaderboard")[0]
     headers = [Page.text(th) for th in Page.within(table, "th")]
+    # No "Coverage %" or "Cases" while submissions are open: they would tell which cases are public (issue 19).
     assert headers == ["#", "Entrant", "Exact match % [95% CI]", "Directional %", "Close %", "MAE", "Avg confidence",
-                       "Coverage %", "Cases", "Subs", "Audit hash", "Updated"]
+                       "Subs", "Audit hash", "Updated"]
     rows = Page.within(table, "tr")[1:]
     assert [r["attrs"]["data-entrant"] for r in rows] == ["owner"]
     public = dict(Score.objects.filter(submission=sub, split="public").values_list("metric", "value"))
     cells = [Page.text(td) for td in Page.within(rows[0], "td")]
     assert cells[2] == f"42.9 [{public['exact_match_ci_low']:.1f}–{public['exact_match_ci_high']:.1f}]"
-    assert cells[3:9] == ["71.4", f"{public['close_accuracy']:.1f}", "n/a", f"{public['avg_confidence']:.2f}",
-                          f"{100 * 7 / 7:.1f}", "7"]
+    assert cells[3:7] == ["71.4", f"{public['close_accuracy']:.1f}", "n/a", f"{public['avg_confidence']:.2f}"]
     note = " ".join(page.find("p", class_="muted small leaderboard-note")[0]["text"].split())
     assert "at least 3 scored predictions" in note and "95% bootstrap interval" in note and "2,000" in note
 

@@ -237,3 +237,37 @@ def test_impact_reidentify_check_reports_the_spec_figures(impact, settings):
     assert "MAE of guessed moves: 12.0 points" in text
     r = np.corrcoef([20, 0, 0, 0, 0, 0], [20, -10, 1, 3, -50, 8])[0, 1]
     assert f"Pearson of guessed moves: {r:.3f}" in text
+
+
+def test_impact_counts_of_ranked_cases_are_not_shown_while_submissions_are_open(impact, users, api_for, client,
+                                                                               django_capture_on_commit_callbacks):
+    """Issue 19, item 6: an upload of a few ranked cases must not learn from "Cases" or "Coverage %"
+    which of them are public. Hidden on the submission (API and page) and the board while open; shown
+    once the round is closed and the public truth is."""
+    from leaderboard.core.models import Round
+    from leaderboard.core.services.rounds import round_set_status
+
+    subset = [p for p in PREDICTIONS if p["case_id"] in ("c1", "c2", "c3", "c4", "c6")]  # c6 is private
+    owner = api_for("owner")
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = owner.post("/api/benchmarks/catalysts/submissions/", {"predictions": subset}, format="json")
+    pk = resp.json()["id"]
+    shown = owner.get(f"/api/submissions/{pk}/").json()["scores"]
+    assert set(shown) == {"public"}
+    assert shown["public"]["exact_match_accuracy"] == 50.0  # c2, c4 exact of c1..c4, by hand
+    assert "cases_evaluated" not in shown["public"] and "coverage" not in shown["public"]
+    board = APIClient().get("/api/benchmarks/catalysts/leaderboard/").json()
+    assert board["rows"][0]["metrics"]["exact_match_accuracy"] == 50.0
+    assert not {"cases_evaluated", "coverage"} & set(board["rows"][0]["metrics"])
+    client.force_login(users["owner"])
+    page = client.get(f"/submissions/{pk}/").content.decode()
+    assert "Exact match %" in page and "Coverage %" not in page and ">Cases<" not in page
+    board_page = client.get("/b/catalysts/").content.decode()
+    assert "Exact match %" in board_page and "Coverage %" not in board_page
+
+    round_set_status(round_=Round.objects.get(benchmark=impact), status="closed")
+    shown = owner.get(f"/api/submissions/{pk}/").json()["scores"]["public"]
+    assert shown["cases_evaluated"] == 4 and shown["coverage"] == pytest.approx(80.0)  # 4 of the 5 public cases
+    assert APIClient().get("/api/benchmarks/catalysts/leaderboard/").json()["rows"][0]["metrics"][
+        "cases_evaluated"] == 4
+    assert "Coverage %" in client.get("/b/catalysts/").content.decode()

@@ -116,3 +116,51 @@ def test_serve_restarts_a_dead_worker_and_beat_then_stops_when_the_worker_keeps_
     with pytest.raises(OSError):
         urllib.request.urlopen(serve.base + "/api/benchmarks/", timeout=5)
     assert not any(alive(pid) for pid in serve.pids("web server") + serve.pids("beat scheduler"))
+
+
+def _beating(node_prefix: str, since_pids: set[int]) -> bool:
+    from leaderboard.core.models import WorkerHeartbeat
+
+    connection.close()
+    return WorkerHeartbeat.objects.filter(hostname__startswith=node_prefix).exclude(pid__in=since_pids).exists()
+
+
+def test_serve_restarts_a_worker_that_runs_but_makes_no_progress(mini_bundle, users):
+    """Issue 19: a worker whose main process lives but scores nothing (a pool that never gets going,
+    a consumer that hangs) is restarted by serve, and what waited is scored."""
+    from leaderboard.core.models import WorkerHeartbeat
+
+    purge_broker()
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    _, key = token_create(user=users["owner"])
+    serve = start_serve({"WORKER_HEARTBEAT_SECONDS": "1", "WORKER_STALL_SECONDS": "12"})
+    node = f"serve-{serve.proc.pid}@"
+    body, ctype = _multipart(submission_csv(MINI_ROWS), "preds.csv")
+    url = f"{serve.base}/api/benchmarks/{benchmark.slug}/submissions/"
+    try:
+        wait_for(lambda: _beating(node, set()), timeout=30, message="the worker's processes to beat")
+        old_pids = set(WorkerHeartbeat.objects.filter(hostname__startswith=node).values_list("pid", flat=True))
+        # 1. The main process hangs (it consumes nothing); its pool processes still beat.
+        first = serve.pids("scoring worker")[-1]
+        os.kill(first, signal.SIGSTOP)
+        code, _, payload = _post(url, key, body, ctype)
+        assert code == 202, payload
+        wait_for(lambda: serve.pids("scoring worker")[-1] != first, timeout=90, message="serve to restart the worker")
+        assert f"the scoring worker (pid {first}) makes no progress" in serve.log()
+        assert "it does not consume" in serve.log()
+        wait_for(lambda: _statuses(users["owner"]) == ["scored"], timeout=90,
+                 message="the new worker to score what waited")
+        # 2. The whole worker hangs, pool included: no heartbeat at all.
+        wait_for(lambda: _beating(node, old_pids), timeout=30, message="the new worker's processes to beat")
+        second = serve.pids("scoring worker")[-1]
+        os.killpg(second, signal.SIGSTOP)
+        wait_for(lambda: serve.pids("scoring worker")[-1] != second, timeout=90, message="serve to restart it again")
+        assert f"the scoring worker (pid {second}) makes no progress: no heartbeat" in serve.log()
+        assert not alive(second)
+        code, _, payload = _post(url, key, body, ctype)
+        assert code == 202, payload
+        wait_for(lambda: _statuses(users["owner"]) == ["scored", "scored"], timeout=90,
+                 message="the third worker to score an upload")
+    finally:
+        code = serve.stop()
+    assert code == 0, serve.log()[-3000:]

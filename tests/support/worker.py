@@ -77,7 +77,7 @@ def purge_broker() -> None:
         conn.default_channel.queue_purge("scoring")
 
 
-def wait_until_ready(proc: subprocess.Popen, timeout: float = 30) -> None:
+def wait_until_ready(proc: subprocess.Popen, timeout: float = 90) -> None:
     """Block until the worker logs that it consumes, or fail with its log."""
     path = Path(proc.log_path)  # type: ignore[attr-defined]
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from django.http import FileResponse, Http404
 from django.urls import reverse
-from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -25,6 +24,7 @@ from leaderboard.core.api.views import (
     paging_or_error,
     wants_csv,
 )
+from leaderboard.core.inputs import aware_datetime_from_text, date_from_text
 from leaderboard.core.models import Round
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
@@ -90,8 +90,8 @@ class RoundList(APIView):
                                             column="universe")], 400)
         closes_at = None
         if request.data.get("closes_at"):
-            closes_at = parse_datetime(request.data["closes_at"])
-            if closes_at is None or closes_at.tzinfo is None:
+            closes_at = aware_datetime_from_text(request.data["closes_at"])
+            if closes_at is None:
                 return error_response([RowError("closes_at must be an ISO 8601 time with a zone",
                                                 column="closes_at")], 400)
         try:
@@ -175,9 +175,10 @@ class RoundTruth(APIView):
         interim = str(request.data.get("interim", "")).lower() in ("1", "true", "yes", "on")
         as_of = None
         if request.data.get("as_of"):
-            as_of = parse_date(request.data["as_of"])
+            as_of = date_from_text(request.data["as_of"])
             if as_of is None:
-                return error_response([RowError("as_of must be a date YYYY-MM-DD", column="as_of")], 400)
+                return error_response([RowError(f"as_of must be a date YYYY-MM-DD that exists; got "
+                                                f"{str(request.data['as_of'])[:40]!r}", column="as_of")], 400)
         try:
             v = round_truth_load(round_=r, data=upload.read(), filename=upload.name, final=not interim, as_of=as_of,
                                  user=request.user)

@@ -100,7 +100,8 @@ class StandingsSerializer(serializers.Serializer):
 
 
 class PagingQuerySerializer(serializers.Serializer):
-    page = serializers.IntegerField(min_value=1, required=False, help_text="page number, from 1")
+    page = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False,
+                                    help_text="page number, 1 to 1,000,000")
     page_size = serializers.IntegerField(min_value=1, max_value=1000, required=False,
                                          help_text="rows per page, 1 to 1,000 (default 100)")
 

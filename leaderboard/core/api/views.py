@@ -25,7 +25,7 @@ from leaderboard.core.models import Benchmark, Submission
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.idempotency import idempotency_key_check
-from leaderboard.core.services.predictions import predictions_source
+from leaderboard.core.services.predictions import UPLOAD_BODY_KEYS, predictions_source
 from leaderboard.core.services.rounds import submissions_refusal
 from leaderboard.core.services.submissions import submission_select
 from leaderboard.core.services.uploads import submission_create
@@ -294,10 +294,12 @@ class SubmissionCreateOrList(APIView):
                         headers={"Idempotent-Replayed": "true"} if accepted.replayed else None)
 
 
-def _predictions_source(request, b: Benchmark):
+def _predictions_source(request, b: Benchmark, *, body_keys: tuple[str, ...] = UPLOAD_BODY_KEYS):
     """The request's multipart ``file`` or its ``predictions`` (a JSON body, or JSON text in a form field)."""
+    body_is_json = request.content_type.startswith("application/json")
+    size = int(request.META.get("CONTENT_LENGTH") or 0) if body_is_json else None
     return predictions_source(benchmark=b, upload=request.FILES.get("file"), body=request.data,
-                              body_is_json=request.content_type.startswith("application/json"))
+                              body_is_json=body_is_json, body_size=size, body_keys=body_keys)
 
 
 def _own_submission(request, pk) -> Submission:
@@ -367,7 +369,8 @@ class Verify(APIView):
     def post(self, request, slug):
         b = _benchmark(request, slug)
         try:
-            result = benchmark_verify(benchmark=b, **_predictions_source(request, b).as_kwargs())
+            result = benchmark_verify(benchmark=b, **_predictions_source(request, b, body_keys=("predictions",)
+                                                                         ).as_kwargs())
         except SubmissionRejected as exc:
             return error_response(exc.errors, exc.status)
         return Response(result)

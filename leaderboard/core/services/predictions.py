@@ -39,28 +39,43 @@ class PredictionsSource:
         return {"data": self.data, "filename": self.filename, "predictions": self.predictions}
 
 
-def upload_size_check(*, benchmark: Benchmark, size: int) -> None:
+# The top-level keys of a JSON body holding ``predictions`` (an upload; the dry run takes the first only).
+UPLOAD_BODY_KEYS = ("predictions", "entrant", "round")
+
+
+def upload_size_check(*, benchmark: Benchmark, size: int, column: str = "file", what: str = "the file") -> None:
     """Refuse (413) an upload over the benchmark's cap; call it before reading a file into memory."""
     cap = benchmark.kind_impl.max_upload_bytes(benchmark.config)
     if size > cap:
-        raise ValidationFailed([RowError(too_large_message(size, cap), column="file")], status=413)
+        raise ValidationFailed([RowError(too_large_message(size, cap, what=what), column=column)], status=413)
 
 
-def predictions_source(*, benchmark: Benchmark, upload=None, body: Any = None,
-                       body_is_json: bool = False) -> PredictionsSource:
+def predictions_source(*, benchmark: Benchmark, upload=None, body: Any = None, body_is_json: bool = False,
+                       body_size: int | None = None, body_keys: tuple[str, ...] = UPLOAD_BODY_KEYS
+                       ) -> PredictionsSource:
     """The upload as sent: ``upload`` (a Django uploaded file) if given, else ``body["predictions"]``.
 
     A ``predictions`` form field (``body_is_json`` False) carries JSON text,
-    decoded with the checks the API's JSON parser applies to a body. Raises
-    ValidationFailed: 413 over the size cap, 400 naming the field for bad JSON
-    or when nothing was sent.
+    decoded with the checks the API's JSON parser applies to a body. A JSON body
+    (``body_size`` bytes) has the same size cap as a file, and holds no top-level
+    key but ``body_keys``. Raises ValidationFailed: 413 over the size cap, 400
+    naming the field for bad JSON, an unknown key, or when nothing was sent.
     """
     if upload is not None:
         upload_size_check(benchmark=benchmark, size=upload.size)
         return PredictionsSource(data=upload.read(), filename=upload.name or "")
+    if body_is_json and body_size is not None:
+        upload_size_check(benchmark=benchmark, size=body_size, column="predictions", what="the JSON body")
     if isinstance(body, Mapping) and "predictions" in body:
+        unknown = [str(key) for key in body if key not in body_keys] if body_is_json else []
+        if unknown:
+            raise ValidationFailed([RowError(
+                f"unknown key {key[:40]!r} in the JSON body; it may hold {', '.join(body_keys)}", column=key[:40])
+                for key in unknown[:20]])
         predictions = body["predictions"]
         if isinstance(predictions, str) and not body_is_json:
+            upload_size_check(benchmark=benchmark, size=len(predictions.encode()), column="predictions",
+                              what="the predictions field")
             try:
                 predictions = json_loads_checked(predictions, field="predictions")
             except BadInput as exc:

@@ -88,7 +88,9 @@ def leaderboard_round(benchmark: Benchmark) -> Round | None:
 
 # Allowed moves: a round opens, closes (no more submissions; what was submitted
 # is frozen), and resolves once its final truth is in. Reopening a closed round
-# is allowed (an organiser's mistake); a resolved round stays resolved.
+# is allowed (an organiser's mistake) until any truth is loaded for it: from then
+# on its returns are public, so uploads would be made knowing them. A resolved
+# round stays resolved.
 _MOVES: dict[str, set[str]] = {
     Round.Status.OPEN: {Round.Status.CLOSED},
     Round.Status.CLOSED: {Round.Status.OPEN, Round.Status.RESOLVED},
@@ -106,7 +108,9 @@ def round_set_status(*, round_: Round, status: str) -> Round:
     uploads take the same row lock, so none slips in after). Resolving needs a
     final truth version. A static competition's permanent round closes like
     any other (by hand or at its deadline) and never reopens: its public
-    truth is shown case by case from the close on.
+    truth is shown case by case from the close on. Nor does a round with any
+    truth version, interim or final (409, whatever asks: the admin, a command,
+    the API): its truth is public.
     """
     with transaction.atomic():
         round_ = Round.objects.select_for_update(of=("self",)).select_related("benchmark").get(pk=round_.pk)
@@ -119,6 +123,13 @@ def round_set_status(*, round_: Round, status: str) -> Round:
             # reopening would take uploads made with it.
             raise SubmissionRejected([RowError("a static competition's round stays closed once closed: its "
                                                "truth has been shown since")], status=409)
+        if status == Round.Status.OPEN:
+            truth = TruthVersion.objects.filter(round=round_).order_by("-version").first()
+            if truth is not None:
+                raise SubmissionRejected([RowError(
+                    f"round {round_.number} cannot reopen: truth version {truth.version} "
+                    f"({'final' if truth.is_final else 'interim'}) is loaded, so its outcomes are public and new "
+                    "uploads could use them; open a new round instead")], status=409)
         now = timezone.now()
         if status == Round.Status.RESOLVED and not TruthVersion.objects.filter(round=round_, is_final=True).exists():
             raise SubmissionRejected([RowError("load the final truth before resolving the round")], status=409)

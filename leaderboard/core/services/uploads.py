@@ -63,6 +63,10 @@ def submission_create(
         return round_submission_create(user=user, benchmark=benchmark, data=data, filename=filename,
                                        predictions=predictions, entrant=ent, round_number=round_number,
                                        idempotency_key=idempotency_key, idempotency_fingerprint=fingerprint)
+    if round_number not in (None, ""):
+        # Not ignored: a client naming a round means one; a static benchmark has none to name.
+        raise SubmissionRejected([RowError(f"round {str(round_number)[:20]!r}: {benchmark.slug} is not a round "
+                                           "benchmark; leave 'round' out", column="round")])
     return static_submission_create(user=user, benchmark=benchmark, data=data, filename=filename,
                                     predictions=predictions, entrant=ent, idempotency_key=idempotency_key,
                                     idempotency_fingerprint=fingerprint)

@@ -1,8 +1,8 @@
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils.dateparse import parse_datetime
 
+from leaderboard.core.inputs import aware_datetime_from_text
 from leaderboard.core.management.commands._rounds import benchmark_or_error, read_file, refused_as_command_error
 from leaderboard.core.services.round_engine import round_open
 
@@ -20,8 +20,8 @@ class Command(BaseCommand):
         benchmark = benchmark_or_error(slug)
         when = None
         if closes_at:
-            when = parse_datetime(closes_at)
-            if when is None or when.tzinfo is None:
+            when = aware_datetime_from_text(closes_at)
+            if when is None:
                 raise CommandError(f"--closes-at {closes_at!r} is not an ISO 8601 time with a zone (e.g. ...Z)")
         with refused_as_command_error(f"round_open {slug} {universe_file}"):
             round_ = round_open(benchmark=benchmark, data=read_file(universe_file), filename=Path(universe_file).name,

@@ -8,8 +8,11 @@ Three child processes, each in its own process group:
 - beat: Celery beat, which runs the periodic sweep (outbox, dead workers, stuck work).
 
 serve watches them. If the worker or beat exits, it says so loudly and starts
-it again; if one keeps dying (``MAX_RESTARTS`` times within ``RESTART_WINDOW``
-seconds) or the web server exits, serve stops everything and exits non-zero:
+it again. A worker that is running but makes no progress is restarted the same
+way: no heartbeat from any of its processes for ``WORKER_STALL_SECONDS`` (60 s),
+or a queued submission waiting that long while it takes no task
+(``leaderboard/core/liveness.py``). If one keeps dying (``MAX_RESTARTS`` times
+within ``RESTART_WINDOW`` seconds) or the web server exits, serve stops everything and exits non-zero:
 it never serves on without a worker. Ctrl-C (SIGINT) or SIGTERM stops all
 three in order (web first, then beat, then the worker, which finishes its
 task) and exits 0; a second Ctrl-C kills what is left at once. If serve itself
@@ -20,19 +23,26 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.db import DatabaseError, close_old_connections
+from django.utils import timezone
+
+from leaderboard.core.liveness import worker_stalled
 
 MAX_RESTARTS = 3
 RESTART_WINDOW = 60.0
 POLL_SECONDS = 0.2
+STALL_CHECK_SECONDS = 5.0
 STOP_GRACE = {"web": 25.0, "beat": 10.0, "worker": 30.0}
 ROLE_NAMES = {"web": "web server", "worker": "scoring worker", "beat": "beat scheduler (periodic sweep)"}
 
@@ -52,6 +62,7 @@ class Child:
     argv: list[str]
     proc: subprocess.Popen | None = None
     started_at: float = 0.0
+    started_wall: datetime | None = None
     deaths: deque = field(default_factory=deque)
 
     @property
@@ -61,6 +72,7 @@ class Child:
     def start(self) -> None:
         self.proc = subprocess.Popen(self.argv, start_new_session=True, preexec_fn=_die_with_parent)
         self.started_at = time.monotonic()
+        self.started_wall = timezone.now()
 
     def signal(self, signum: int, *, group: bool = False) -> None:
         if self.proc is None:
@@ -100,6 +112,8 @@ class Command(BaseCommand):
                 web += ["--workers", str(workers)]
             if threads:
                 web += ["--threads", str(threads)]
+        # The worker's node name, under which its processes write their heartbeats.
+        self.worker_node = f"serve-{os.getpid()}@{socket.gethostname()}"
         # With JSON logs, no banners: every line on stderr is then one JSON object.
         celery = [py, "-m", "celery", "-A", "leaderboard", *(["--quiet"] if settings.LOG_FORMAT == "json" else [])]
         self.children = [
@@ -107,7 +121,7 @@ class Command(BaseCommand):
             Child("beat", [*celery, "beat", "--schedule", str(settings.CELERY_BEAT_SCHEDULE_FILENAME)]),
             Child("worker", [*celery, "worker", "--queues", "scoring",
                              "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
-                             "--hostname", f"serve-{os.getpid()}@%h"]),
+                             "--hostname", self.worker_node]),
         ]
         if not settings.DEBUG:
             # With DEBUG off, pages name the hashed files of collectstatic's manifest.
@@ -144,6 +158,7 @@ class Command(BaseCommand):
                 child.signal(signal.SIGKILL, group=True)
 
     def watch(self) -> int:
+        next_stall_check = time.monotonic() + STALL_CHECK_SECONDS
         while not self.stopping:
             time.sleep(POLL_SECONDS)
             for child in self.children:
@@ -157,24 +172,64 @@ class Command(BaseCommand):
                     return 1
                 # Whatever the dead process left in its group (pool processes) goes with it.
                 child.signal(signal.SIGKILL, group=True)
-                now = time.monotonic()
-                child.deaths.append(now)
-                while child.deaths and now - child.deaths[0] > RESTART_WINDOW:
-                    child.deaths.popleft()
-                if len(child.deaths) > MAX_RESTARTS:
-                    self.shout([f"the {child.name} (pid {child.proc.pid}) {how}, "
-                                f"{len(child.deaths)} times within {RESTART_WINDOW:.0f} s.",
-                                "Stopping the site: it must not take uploads that nothing would score."])
+                if not self.restart(child, how):
                     return 1
-                old = child.proc.pid
-                child.start()
-                self.say(f"{child.name} started, pid {child.proc.pid}")
-                self.shout([f"the {child.name} (pid {old}) {how}.",
-                            f"Restarted it as pid {child.proc.pid} "
-                            f"(restart {len(child.deaths)} of at most {MAX_RESTARTS} within {RESTART_WINDOW:.0f} s)."
-                            + (" Uploads wait in the queue meanwhile; none is lost." if child.role == "worker"
-                               else " The sweep resumes with it.")])
+            if not self.stopping and time.monotonic() >= next_stall_check:
+                next_stall_check = time.monotonic() + STALL_CHECK_SECONDS
+                worker = next(c for c in self.children if c.role == "worker")
+                why = self.stalled(worker)
+                if why:
+                    self.shout([f"the {worker.name} (pid {worker.proc.pid}) makes no progress: {why}.",
+                                "Stopping it to start a new one."])
+                    self.stop_child(worker, grace=10.0)
+                    if not self.restart(worker, "made no progress"):
+                        return 1
         return 0
+
+    def stalled(self, worker: Child) -> str | None:
+        """Why the running worker makes no progress, from the heartbeats in the database; None if it does.
+
+        A database serve cannot read says nothing about the worker (it cannot beat either): no restart.
+        """
+        if worker.proc.poll() is not None or worker.started_wall is None:
+            return None
+        try:
+            close_old_connections()
+            return worker_stalled(hostname=self.worker_node, since=worker.started_wall,
+                                  limit=settings.WORKER_STALL_SECONDS)
+        except DatabaseError:
+            return None
+
+    def restart(self, child: Child, how: str) -> bool:
+        """Start ``child`` again after it died (or was stopped); False when it died too often: stop the site."""
+        now = time.monotonic()
+        child.deaths.append(now)
+        while child.deaths and now - child.deaths[0] > RESTART_WINDOW:
+            child.deaths.popleft()
+        if len(child.deaths) > MAX_RESTARTS:
+            self.shout([f"the {child.name} (pid {child.proc.pid}) {how}, "
+                        f"{len(child.deaths)} times within {RESTART_WINDOW:.0f} s.",
+                        "Stopping the site: it must not take uploads that nothing would score."])
+            return False
+        old = child.proc.pid
+        child.start()
+        self.say(f"{child.name} started, pid {child.proc.pid}")
+        self.shout([f"the {child.name} (pid {old}) {how}.",
+                    f"Restarted it as pid {child.proc.pid} "
+                    f"(restart {len(child.deaths)} of at most {MAX_RESTARTS} within {RESTART_WINDOW:.0f} s)."
+                    + (" Uploads wait in the queue meanwhile; none is lost." if child.role == "worker"
+                       else " The sweep resumes with it.")])
+        return True
+
+    def stop_child(self, child: Child, *, grace: float) -> None:
+        """SIGTERM (a worker hands back the tasks it holds), then SIGKILL to its whole group after ``grace`` s."""
+        child.signal(signal.SIGTERM)
+        child.signal(signal.SIGCONT, group=True)  # a stopped process must run to see the SIGTERM
+        deadline = time.monotonic() + grace
+        while child.proc.poll() is None and time.monotonic() < deadline and self.stopping < 2:
+            time.sleep(POLL_SECONDS)
+        child.signal(signal.SIGKILL, group=True)
+        child.proc.wait()
 
     def stop_all(self) -> None:
         for role in ("web", "beat", "worker"):

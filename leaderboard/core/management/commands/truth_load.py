@@ -1,8 +1,8 @@
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils.dateparse import parse_date
 
+from leaderboard.core.inputs import date_from_text
 from leaderboard.core.management.commands._rounds import read_file, refused_as_command_error, round_or_error
 from leaderboard.core.services.round_engine import round_truth_load
 
@@ -22,9 +22,9 @@ class Command(BaseCommand):
         round_ = round_or_error(slug, number)
         day = None
         if as_of:
-            day = parse_date(as_of)
+            day = date_from_text(as_of)
             if day is None:
-                raise CommandError(f"--as-of {as_of!r} is not a date YYYY-MM-DD")
+                raise CommandError(f"--as-of {as_of!r} is not a date YYYY-MM-DD that exists")
         with refused_as_command_error(f"truth_load {slug} {number}"):
             version = round_truth_load(round_=round_, data=read_file(truth_file), filename=Path(truth_file).name,
                                        final=not interim, as_of=day)
