@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -97,6 +98,157 @@ class Bundle:
     cases: CaseSet
     truth: Truth
 
+
+
+# ---------------------------------------------------------------------------
+# The input toolkit every kind shares: metric values, config keys, id columns
+# ---------------------------------------------------------------------------
+
+def finite_or_none(v: Any) -> float | None:
+    """A metric or per-case value as stored and shown: a float, or None for missing, NaN or infinite."""
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def config_error(key: str, message: str, *, file: str | None = "benchmark.json") -> RowError:
+    """A problem with one key of a benchmark's config: ``config key 'k': <message>``."""
+    return RowError(f"config key {key!r}: {message}", column=key, file=file)
+
+
+@dataclass(frozen=True)
+class WholeNumber:
+    """A config key holding a whole number in ``low..high`` (never a bool); ``message`` says what
+    it must be, with ``{value!r}`` where the offending value goes."""
+
+    key: str
+    default: int
+    low: int
+    high: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A config key holding one of ``choices``; ``message`` as for ``WholeNumber``."""
+
+    key: str
+    default: str
+    choices: tuple[str, ...]
+    message: str
+
+
+class ConfigReader:
+    """A benchmark's config read key by key, every problem collected (``done`` raises them all).
+
+    Unknown keys are refused up front, naming the ``allowed`` ones (sorted unless
+    ``keep_order``; ``listed`` is the word before the list). Each ``take`` returns a
+    usable value even when the key is wrong (its default), so later checks can go on.
+    """
+
+    def __init__(self, config: Mapping[str, Any], *, allowed: Collection[str], listed: str = "allowed",
+                 keep_order: bool = False, file: str | None = "benchmark.json"):
+        self.config = config
+        self.file = file
+        self.errors: list[RowError] = []
+        names = ", ".join(allowed if keep_order else sorted(allowed))
+        for key in config:
+            if key not in allowed:
+                self.error(str(key), f"unknown key; {listed}: {names}")
+
+    def error(self, key: str, message: str) -> None:
+        self.errors.append(config_error(key, message, file=self.file))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.config.get(key, default)
+
+    def take(self, spec: WholeNumber | Choice) -> Any:
+        """The value of a declared key, or its default after recording what is wrong."""
+        value = self.config.get(spec.key, spec.default)
+        if isinstance(spec, WholeNumber):
+            ok = isinstance(value, int) and not isinstance(value, bool) and spec.low <= value <= spec.high
+        else:
+            ok = isinstance(value, str) and value in spec.choices
+        if ok:
+            return value
+        self.error(spec.key, spec.message.format(value=value))
+        return spec.default
+
+    def done(self) -> None:
+        if self.errors:
+            raise ValidationFailed(self.errors)
+
+
+@dataclass(frozen=True)
+class IdColumn:
+    """An id column of a kind's files and the words its messages use, checked in one place.
+
+    ``problem`` refuses an empty id, one too long or unprintable (or not matching
+    ``pattern`` when set), one with a comma (unless ``commas``), one a spreadsheet
+    would run as a formula (``formula`` names what it is; None: not checked);
+    ``first_rows`` tracks duplicates, "first in row N". Templates take ``{max}``,
+    ``{shown}`` (the id as ``show`` quotes it), ``{id}`` and ``{first}``.
+    """
+
+    column: str = "id"
+    empty: str = "empty id"
+    invalid: str = "an id is at most {max} printable characters without commas; got {shown}"
+    duplicate: str = "duplicate id {id!r} (first in row {first})"
+    max_chars: int = 100
+    commas: bool = False
+    formula: str | None = "an id"
+    pattern: re.Pattern[str] | None = None
+    show: Callable[[str], str] = csvfile.show
+
+    def problem(self, cid: str) -> str | None:
+        """Why ``cid`` (stripped) cannot be an id, or None."""
+        if not cid:
+            return self.empty
+        bad = (not self.pattern.fullmatch(cid) if self.pattern is not None
+               else len(cid) > self.max_chars or not cid.isprintable() or (not self.commas and "," in cid))
+        if bad:
+            return self.invalid.format(max=self.max_chars, shown=self.show(cid))
+        if self.formula is not None and csvfile.looks_like_formula(cid):
+            return csvfile.formula_id_message(self.formula, cid)
+        return None
+
+    def duplicate_message(self, cid: str, first: int) -> str:
+        return self.duplicate.format(id=cid, shown=self.show(cid), first=first)
+
+    def first_rows(self) -> FirstRows:
+        return FirstRows(self)
+
+
+class FirstRows:
+    """The ids of one file seen so far and the row each first appeared on."""
+
+    def __init__(self, column: IdColumn):
+        self.column = column
+        self.rows: dict[str, int] = {}
+
+    def __contains__(self, cid: object) -> bool:
+        return cid in self.rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def take(self, cid: str, row: int, errs: ErrorList) -> bool:
+        """Record ``cid`` at ``row``; a second sighting adds the duplicate error and answers False."""
+        first = self.rows.get(cid)
+        if first is not None:
+            errs.add(self.column.duplicate_message(cid, first), row, self.column.column)
+            return False
+        self.rows[cid] = row
+        return True
+
+    def check(self, cid: str, row: int, errs: ErrorList) -> bool:
+        """``IdColumn.problem`` then ``take``: whether ``cid`` is a new, valid id (errors added if not)."""
+        message = self.column.problem(cid)
+        if message is not None:
+            errs.add(message, row, self.column.column)
+            return False
+        return self.take(cid, row, errs)
 
 
 class Kind:
@@ -565,6 +717,7 @@ class RoundKind(Kind):
 
 MAX_ID_CHARS = 100
 MAX_LISTED_MISSING = 20
+UNIVERSE_ID = IdColumn(max_chars=MAX_ID_CHARS)  # the ``id`` column of round kinds' files
 UNIVERSE_MAX_BYTES = 50 * 1024 * 1024
 
 
@@ -576,26 +729,11 @@ def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()
                                prefixes=tuple(prefixes), what="id")
     pos = table.position()
     extra = [h for h in table.header if prefixes and h.startswith(tuple(prefixes))]
-    seen: dict[str, int] = {}
+    seen = UNIVERSE_ID.first_rows()
     cases: list[Case] = []
     for row, rec in table.rows:
         cid = rec[pos["id"]].strip()
-        ok = True
-        if not cid:
-            errs.add("empty id", row, "id")
-            ok = False
-        elif len(cid) > MAX_ID_CHARS or not cid.isprintable() or "," in cid:
-            errs.add(f"an id is at most {MAX_ID_CHARS} printable characters without commas; got {csvfile.show(cid)}",
-                     row, "id")
-            ok = False
-        elif csvfile.looks_like_formula(cid):
-            errs.add(csvfile.formula_id_message("an id", cid), row, "id")
-            ok = False
-        elif cid in seen:
-            errs.add(f"duplicate id {cid!r} (first in row {seen[cid]})", row, "id")
-            ok = False
-        else:
-            seen[cid] = row
+        ok = seen.check(cid, row, errs)
         public: dict[str, float] = {}
         for f in extra:
             value, message = csvfile.number(rec[pos[f]])
@@ -638,7 +776,7 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
             errs.add(f"unknown id {csvfile.show(cid)}: not in this round's universe" if cid else "empty id",
                      row, "id")
         elif first[at]:
-            errs.add(f"duplicate id {cid!r} (first in row {first[at]})", row, "id")
+            errs.add(UNIVERSE_ID.duplicate_message(cid, int(first[at])), row, "id")
             at = None
         else:
             first[at] = row
@@ -673,14 +811,21 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
 STANDINGS_MIN_ROUNDS = "standings_min_rounds"
 
 
+# Config keys every round kind takes: the resolved rounds an entrant needs before it appears in the
+# standings, and how many of its latest rounds a windowed standing averages.
+STANDINGS_MIN_ROUNDS_KEY = WholeNumber(STANDINGS_MIN_ROUNDS, 1, 1, 1000,
+                                       "must be a whole number of rounds, 1 to 1000; got {value!r}")
+STANDINGS_WINDOW_KEY = WholeNumber("standings_window", 20, 1, 1000,
+                                   "must be a whole number of rounds, 1 to 1000; got {value!r}")
+
+
 def standings_min_rounds_config(config: Mapping[str, Any]) -> tuple[int, RowError | None]:
     """The config key every round kind takes: ``standings_min_rounds`` (default 1), the resolved
     rounds an entrant needs before it appears in the standings. ``(value, error or None)``."""
-    value = config.get(STANDINGS_MIN_ROUNDS, 1)
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
-        return 1, RowError(f"config key {STANDINGS_MIN_ROUNDS!r}: must be a whole number of rounds, 1 to 1000; "
-                           f"got {value!r}", column=STANDINGS_MIN_ROUNDS, file="benchmark.json")
-    return value, None
+    reader = ConfigReader({STANDINGS_MIN_ROUNDS: config[STANDINGS_MIN_ROUNDS]} if STANDINGS_MIN_ROUNDS in config
+                          else {}, allowed=(STANDINGS_MIN_ROUNDS,))
+    value = reader.take(STANDINGS_MIN_ROUNDS_KEY)
+    return value, (reader.errors[0] if reader.errors else None)
 
 
 def standings_min_rounds_note(min_rounds: int) -> str:
