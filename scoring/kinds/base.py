@@ -293,6 +293,9 @@ class Kind:
     case_correct_column: ClassVar[str | None] = None
     # Numeric per-case columns the debug table filters by range.
     case_range_columns: ClassVar[tuple[str, ...]] = ()
+    # The smallest valid config of this kind (``validate_config`` fills in the rest): where docs
+    # and the tests that run every kind of the registry start from.
+    minimal_config: ClassVar[Mapping[str, Any]] = {}
 
     def leaderboard_note(self, config: Mapping[str, Any]) -> str:
         """A sentence under the board about who appears and what its numbers mean ("" for none)."""

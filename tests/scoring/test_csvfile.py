@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from scoring.errors import ValidationFailed
-from scoring.kinds import get_kind, register
+from scoring.kinds import get_kind, kind_names, register
 from scoring.kinds.base import Case, CaseSet, Kind, Universe
 
 HOSTILE = {
@@ -22,41 +22,36 @@ def first_message(parse) -> str:
     return info.value.errors[0].message
 
 
+def parse_upload(name: str, data: bytes, **config):
+    """An upload of ``data`` to a benchmark of kind ``name`` whose one case (or universe id) is A."""
+    kind = get_kind(name)
+    config = {**kind.minimal_config, **config}
+    if kind.is_round_kind:
+        return kind.parse_round_submission(data, filename="p.csv", universe=Universe(("A",)), config=config)
+    return kind.parse_submission(data, filename="p.csv", cases=CaseSet([Case("A", "public", {"fold": 0})]),
+                                 config=config)
+
+
+def test_every_kind_of_the_registry_is_checked():
+    assert {"impact", "properties", "signals", "ranking", "portfolio"} <= set(kind_names())
+
+
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_every_kind_reads_uploads_with_the_same_rules(name):
     data, expected = HOSTILE[name]
-    cases = CaseSet([Case("A", "public", {"fold": 0})])
-    props_cfg = {"properties": [{"name": "P", "higher_is_better": True}]}
-    messages = {
-        "properties": first_message(lambda: get_kind("properties").parse_submission(
-            data, filename="p.csv", cases=cases, config=props_cfg)),
-        "impact": first_message(lambda: get_kind("impact").parse_submission(
-            data, filename="p.csv", cases=cases, config={})),
-        "signals": first_message(lambda: get_kind("signals").parse_round_submission(
-            data, filename="p.csv", universe=Universe(("A",)), config={})),
-    }
+    messages = {kind: first_message(lambda kind=kind: parse_upload(kind, data)) for kind in kind_names()}
     assert len(set(messages.values())) == 1, messages
     assert expected in messages["signals"]
 
 
-def test_every_kind_refuses_an_oversized_upload_with_one_message():
+@pytest.mark.parametrize("kind", kind_names())
+def test_every_kind_refuses_an_oversized_upload_with_one_message(kind):
     data = b"id,prediction\n" + b"A,0.5\n" * 400  # 2,414 bytes against a 2,048-byte cap
-    cases = CaseSet([Case("A", "public", {"fold": 0})])
-    props_cfg = {"properties": [{"name": "P", "higher_is_better": True}], "max_upload_bytes": 2048}
-    parses = {
-        "properties": lambda: get_kind("properties").parse_submission(data, filename="p.csv", cases=cases,
-                                                                      config=props_cfg),
-        "impact": lambda: get_kind("impact").parse_submission(data, filename="p.csv", cases=cases,
-                                                              config={"max_upload_bytes": 2048}),
-        "signals": lambda: get_kind("signals").parse_round_submission(data, filename="p.csv", universe=Universe(("A",)),
-                                                                      config={"max_upload_bytes": 2048}),
-    }
-    for kind, parse in parses.items():
-        with pytest.raises(ValidationFailed) as info:
-            parse()
-        assert info.value.too_large and info.value.status == 413, kind
-        assert [e.message for e in info.value.errors] == [
-            f"the file is {len(data):,} bytes; the limit is 2,048 bytes"], kind
+    with pytest.raises(ValidationFailed) as info:
+        parse_upload(kind, data, max_upload_bytes=2048)
+    assert info.value.too_large and info.value.status == 413, kind
+    assert [e.message for e in info.value.errors] == [
+        f"the file is {len(data):,} bytes; the limit is 2,048 bytes"], kind
 
 
 def test_utf16_with_a_bom_and_utf8_with_a_bom_are_read():

@@ -52,6 +52,7 @@ from scoring.metrics_properties import spearman, top_fraction_k, top_fraction_re
 @register
 class PropertiesKind(Kind):
     name = "properties"
+    minimal_config = {"properties": [{"name": "P", "higher_is_better": True}]}
     label = "Property prediction (Spearman + top-fraction recall)"
     metrics = (
         MetricSpec("score", "Score", description="w_spearman x mean Spearman + w_recall x mean top-fraction recall"),
