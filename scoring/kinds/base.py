@@ -293,13 +293,35 @@ class Kind:
     case_correct_column: ClassVar[str | None] = None
     # Numeric per-case columns the debug table filters by range.
     case_range_columns: ClassVar[tuple[str, ...]] = ()
+    # The words that are this kind's own, which the shared templates, presentation.py and the
+    # shared scripts must never name (tests/core/test_presentation.py). None: every metric name and
+    # label and every named case column. A kind whose metrics have plain English names
+    # ("accuracy", "correct") lists here only the words that really are its own.
+    own_words: ClassVar[tuple[str, ...] | None] = None
     # The smallest valid config of this kind (``validate_config`` fills in the rest): where docs
     # and the tests that run every kind of the registry start from.
     minimal_config: ClassVar[Mapping[str, Any]] = {}
 
+    def words(self) -> frozenset[str]:
+        """This kind's own words (``own_words``, or by default its metric names and labels and its
+        named case columns), which pages shared by every kind must not name."""
+        if self.own_words is not None:
+            return frozenset(self.own_words)
+        named = [*self.case_column_orders, self.case_correct_column]
+        return frozenset([*(m.name for m in self.metrics), *(m.label for m in self.metrics), *filter(None, named)])
+
     def leaderboard_note(self, config: Mapping[str, Any]) -> str:
         """A sentence under the board about who appears and what its numbers mean ("" for none)."""
         return ""
+
+    def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
+        """The debug table's columns, in order, with their labels and descriptions.
+
+        A round kind's table shows exactly these. A static kind's shows every key of its
+        per-case rows; a key named here is headed by its ``label`` (``description`` as its
+        tooltip), any other by the key itself.
+        """
+        return ()
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -698,10 +720,6 @@ class RoundKind(Kind):
         for the kind's partial. ``frozen``: after close, the counted submissions and consistency runs
         (``entrant``, ``audit_hash``, ``received_at``, ``repeat``, ``values``, ``meta``); empty while open."""
         return None
-
-    def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
-        """The debug table's columns, in order."""
-        return ()
 
     def case_table_promise(self, config: Mapping[str, Any]) -> str:
         """What the per-id table will show, said on a counted submission's page before resolution."""
