@@ -160,7 +160,7 @@ class SignalsKind(RoundKind):
                     else f"{csvfile.show(raw.strip())} is outside [0, 1]")
 
         values = read_id_values(data, universe=universe, columns=(PREDICTION,), max_bytes=cfg["max_upload_bytes"],
-                                check=in_unit_interval)
+                                check=in_unit_interval, accept=lambda v: (v >= 0.0) & (v <= 1.0))
         return RoundSubmission(values, (PREDICTION,))
 
     def format_help(self, config: Mapping[str, Any]) -> str:

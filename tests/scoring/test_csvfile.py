@@ -69,3 +69,37 @@ def test_registering_two_kinds_under_one_name_is_an_error():
         class Impostor(Kind):
             name = "signals"
     assert type(get_kind("signals")).__name__ == "SignalsKind"
+
+
+def test_a_plain_upload_and_its_quoted_twin_read_to_the_same_bits():
+    """The C-speed reading of a plain file (scoring/kinds/base.py, _id_values_fast) and the row-by-row
+    reader that a quote sends the file to agree bit for bit with Python's float of each cell."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    ids = tuple(f"n{i:05d}" for i in range(500))
+    texts = [repr(v) for v in rng.random(500).tolist()]
+    texts[:4] = ["0", "1.", " .5 ", "2.5e-1"]  # the spellings float() takes, padding included
+    order = rng.permutation(500)
+    plain = "id,prediction\r\n" + "".join(f"{ids[i]},{texts[i]}\r\n" for i in order)
+    quoted = plain.replace(f"{ids[order[0]]},", f'"{ids[order[0]]}",', 1)
+    kind = get_kind("signals")
+    expected = np.array([float(t) for t in texts])
+    for data in (plain.encode(), b"\xef\xbb\xbf" + plain.encode(), quoted.encode()):
+        got = kind.parse_round_submission(data, filename="p.csv", universe=Universe(ids), config={}).values[:, 0]
+        assert got.tobytes() == expected.tobytes()
+
+
+def test_an_upload_with_a_problem_is_worded_by_the_row_by_row_reader():
+    ids = ("A", "B", "C")
+    kind = get_kind("signals")
+    cases = {
+        b"id,prediction\nA,0.1\nB,1.5\nC,0.3\n": (3, "prediction", "'1.5' is outside [0, 1]"),
+        b"id,prediction\nA,0.1\nA,0.2\nB,0.2\nC,0.3\n": (3, "id", "duplicate id 'A' (first in row 2)"),
+        b"id,prediction\nA,0.1\nB,nan\nC,0.3\n": (3, "prediction", "NaN is not allowed; expected a number in [0, 1]"),
+        b"id,prediction\nA,0.1\nB,x\nC,0.3\n": (3, "prediction", "'x' is not a number"),
+    }
+    for data, (row, column, message) in cases.items():
+        with pytest.raises(ValidationFailed) as info:
+            kind.parse_round_submission(data, filename="p.csv", universe=Universe(ids), config={})
+        assert [(e.row, e.column, e.message) for e in info.value.errors] == [(row, column, message)], data
