@@ -109,6 +109,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/deid_recall.py
 	$(PY) benchmarks/latency.py
 	$(PY) benchmarks/latency.py --uploads 20
+	$(PY) benchmarks/uploads.py
 	$(PY) benchmarks/static_scoring.py
 	@if [ -n "$$DATABASE_URL" ] && [ -n "$$REDIS_URL" ]; then $(PY) benchmarks/round_scaling.py; \
 	else echo "benchmarks/round_scaling.py skipped: it needs DATABASE_URL (PostgreSQL) and REDIS_URL"; fi

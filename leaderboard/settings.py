@@ -123,8 +123,12 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("SQLITE_PATH") or str(DATA_DIR / "db.sqlite3"),
             # Wait for the writer lock instead of failing at once: the web
-            # server and the worker write to the same file.
-            "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+            # server and the worker write to the same file. WAL: readers never wait
+            # for the writer and a commit appends to the log instead of rewriting
+            # pages twice; synchronous NORMAL syncs at checkpoints, not every commit
+            # (what that risks: docs/deploy.md#sqlite-wal).
+            "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE",
+                        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"},
             # A file, not memory, so a worker process started by a test sees it.
             "TEST": {"NAME": DATA_DIR / "test_db.sqlite3"},
         }

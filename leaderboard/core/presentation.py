@@ -262,17 +262,19 @@ def _filter_value(v: Any) -> str:
     return str(v)
 
 
-def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
+def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *, config: Mapping[str, Any] | None = None,
                case_url: Callable[[str], str | None] | None = None) -> dict[str, Any] | None:
     """The debug table: columns with their sort type, rows of cells with sort keys, and the filters.
 
     Generic over kinds: the boolean column the kind names ``case_correct_column``
     gives "wrong only", columns of few strings (or with an order the kind
     declares) give a select, the numeric ``case_range_columns`` give a range.
-    ``case_url(case_id)`` links each id to its case page.
+    ``case_url(case_id)`` links each id to its case page. A column the kind's
+    ``case_columns(config)`` names is headed by its label and description.
     """
     if not rows:
         return None
+    declared = {c.key: c for c in kind.case_columns(config)} if config is not None else {}
     keys: list[str] = []
     for row in rows:
         keys.extend(k for k in row if k not in keys)
@@ -281,7 +283,9 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
     for key in keys:
         values = [row.get(key) for row in rows]
         col_type = _column_type(key, values, orders)
+        named = declared.get(key)
         columns.append({"key": key, "type": col_type,
+                        "label": named.label if named else key, "description": named.description if named else "",
                         "sort": "text" if col_type == "text" else "number",
                         "numeric": col_type == "number",
                         "rank": {v: i for i, v in enumerate(orders.get(key, ()))}})
@@ -292,7 +296,7 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
         if key == "case_id":
             continue
         present = {row.get(key) for row in rows} - {None}
-        label = key.replace("_", " ").capitalize()
+        label = col["label"] if key in declared else key.replace("_", " ").capitalize()
         if key == kind.case_correct_column and col["type"] == "bool":
             wrong_only = {"key": key, "col": i}
         elif col["type"] == "ordinal":

@@ -420,7 +420,7 @@ def verify_page(request, slug):
             "panels": presentation.split_panels(kind, b.config, {"dev": {
                 k: v for k, v in result["metrics"].items() if not k.startswith("cases_ignored")}}, rows),
             "case_table": presentation.case_table(
-                kind, rows, case_url=lambda cid: _case_url(b.slug, cid)),
+                kind, rows, config=b.config, case_url=lambda cid: _case_url(b.slug, cid)),
         })
     return render(request, "core/verify_result.html", context, status=status)
 
@@ -463,7 +463,7 @@ def submission_detail(request, pk):
         "panels": presentation.split_panels(b.kind_impl, b.config, scores, case_rows),
         "standing": selectors.submission_standing(sub, viewer=request.user),
         "case_table": presentation.case_table(
-            b.kind_impl, case_rows, case_url=lambda cid: _case_url(b.slug, cid, f"?submission={sub.pk}")),
+            b.kind_impl, case_rows, config=b.config, case_url=lambda cid: _case_url(b.slug, cid, f"?submission={sub.pk}")),
         "hidden_rows": sum(1 for r in case_rows if r.get("split") == selectors.HIDDEN_SPLIT_LABEL),
         "round_open": open_,
         "events": list(sub.events.order_by("at", "id")),

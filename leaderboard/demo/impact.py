@@ -34,6 +34,7 @@ from leaderboard.deid import tokens as T
 from leaderboard.deid.regex import load_lists
 from leaderboard.demo import write_bundle_files
 
+DEMO = "bundle"  # how demo_setup loads this module (leaderboard/demo/__init__.py)
 SLUG = "oncology-catalysts"
 N_CASES = 200
 # Splits: dev (truth published: the training set and the dry run; never ranked), private, public.

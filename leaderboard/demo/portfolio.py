@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+DEMO = "published_rounds"  # how demo_setup loads this module (leaderboard/demo/__init__.py)
 SLUG = "capital-rounds"
 SOURCE = Path(__file__).resolve().parent / "published" / "capitalbench"
 CASH = "CASH"

@@ -35,6 +35,7 @@ import numpy as np
 
 from leaderboard.demo import write_bundle_files
 
+DEMO = "bundle"  # how demo_setup loads this module (leaderboard/demo/__init__.py)
 SLUG = "antibody-developability"
 SOURCE = Path(__file__).resolve().parent / "published" / "abdev"
 GDPA1 = SOURCE / "GDPa1_v1.2_20250814.csv"

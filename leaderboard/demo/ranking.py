@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+DEMO = "rounds"  # how demo_setup loads this module (leaderboard/demo/__init__.py)
 SLUG = "crypto-ranking"
 N_IDS = 100
 HORIZONS = (10, 30)

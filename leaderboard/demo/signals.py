@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+DEMO = "rounds"  # how demo_setup loads this module (leaderboard/demo/__init__.py)
 SLUG = "weekly-signals"
 N_IDS = 500
 N_FEATURES = 4

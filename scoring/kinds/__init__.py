@@ -24,6 +24,11 @@ def register(kind_cls: type[Kind]) -> type[Kind]:
     return kind_cls
 
 
+def unregister(name: str) -> None:
+    """Forget the kind registered as ``name`` (a test or a script that registered one for a while)."""
+    _REGISTRY.pop(name, None)
+
+
 def get_kind(name: str) -> Kind:
     _load()
     try:

@@ -24,8 +24,10 @@ Data exchanged with the Django layer:
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -99,6 +101,157 @@ class Bundle:
 
 
 
+# ---------------------------------------------------------------------------
+# The input toolkit every kind shares: metric values, config keys, id columns
+# ---------------------------------------------------------------------------
+
+def finite_or_none(v: Any) -> float | None:
+    """A metric or per-case value as stored and shown: a float, or None for missing, NaN or infinite."""
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def config_error(key: str, message: str, *, file: str | None = "benchmark.json") -> RowError:
+    """A problem with one key of a benchmark's config: ``config key 'k': <message>``."""
+    return RowError(f"config key {key!r}: {message}", column=key, file=file)
+
+
+@dataclass(frozen=True)
+class WholeNumber:
+    """A config key holding a whole number in ``low..high`` (never a bool); ``message`` says what
+    it must be, with ``{value!r}`` where the offending value goes."""
+
+    key: str
+    default: int
+    low: int
+    high: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A config key holding one of ``choices``; ``message`` as for ``WholeNumber``."""
+
+    key: str
+    default: str
+    choices: tuple[str, ...]
+    message: str
+
+
+class ConfigReader:
+    """A benchmark's config read key by key, every problem collected (``done`` raises them all).
+
+    Unknown keys are refused up front, naming the ``allowed`` ones (sorted unless
+    ``keep_order``; ``listed`` is the word before the list). Each ``take`` returns a
+    usable value even when the key is wrong (its default), so later checks can go on.
+    """
+
+    def __init__(self, config: Mapping[str, Any], *, allowed: Collection[str], listed: str = "allowed",
+                 keep_order: bool = False, file: str | None = "benchmark.json"):
+        self.config = config
+        self.file = file
+        self.errors: list[RowError] = []
+        names = ", ".join(allowed if keep_order else sorted(allowed))
+        for key in config:
+            if key not in allowed:
+                self.error(str(key), f"unknown key; {listed}: {names}")
+
+    def error(self, key: str, message: str) -> None:
+        self.errors.append(config_error(key, message, file=self.file))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.config.get(key, default)
+
+    def take(self, spec: WholeNumber | Choice) -> Any:
+        """The value of a declared key, or its default after recording what is wrong."""
+        value = self.config.get(spec.key, spec.default)
+        if isinstance(spec, WholeNumber):
+            ok = isinstance(value, int) and not isinstance(value, bool) and spec.low <= value <= spec.high
+        else:
+            ok = isinstance(value, str) and value in spec.choices
+        if ok:
+            return value
+        self.error(spec.key, spec.message.format(value=value))
+        return spec.default
+
+    def done(self) -> None:
+        if self.errors:
+            raise ValidationFailed(self.errors)
+
+
+@dataclass(frozen=True)
+class IdColumn:
+    """An id column of a kind's files and the words its messages use, checked in one place.
+
+    ``problem`` refuses an empty id, one too long or unprintable (or not matching
+    ``pattern`` when set), one with a comma (unless ``commas``), one a spreadsheet
+    would run as a formula (``formula`` names what it is; None: not checked);
+    ``first_rows`` tracks duplicates, "first in row N". Templates take ``{max}``,
+    ``{shown}`` (the id as ``show`` quotes it), ``{id}`` and ``{first}``.
+    """
+
+    column: str = "id"
+    empty: str = "empty id"
+    invalid: str = "an id is at most {max} printable characters without commas; got {shown}"
+    duplicate: str = "duplicate id {id!r} (first in row {first})"
+    max_chars: int = 100
+    commas: bool = False
+    formula: str | None = "an id"
+    pattern: re.Pattern[str] | None = None
+    show: Callable[[str], str] = csvfile.show
+
+    def problem(self, cid: str) -> str | None:
+        """Why ``cid`` (stripped) cannot be an id, or None."""
+        if not cid:
+            return self.empty
+        bad = (not self.pattern.fullmatch(cid) if self.pattern is not None
+               else len(cid) > self.max_chars or not cid.isprintable() or (not self.commas and "," in cid))
+        if bad:
+            return self.invalid.format(max=self.max_chars, shown=self.show(cid))
+        if self.formula is not None and csvfile.looks_like_formula(cid):
+            return csvfile.formula_id_message(self.formula, cid)
+        return None
+
+    def duplicate_message(self, cid: str, first: int) -> str:
+        return self.duplicate.format(id=cid, shown=self.show(cid), first=first)
+
+    def first_rows(self) -> FirstRows:
+        return FirstRows(self)
+
+
+class FirstRows:
+    """The ids of one file seen so far and the row each first appeared on."""
+
+    def __init__(self, column: IdColumn):
+        self.column = column
+        self.rows: dict[str, int] = {}
+
+    def __contains__(self, cid: object) -> bool:
+        return cid in self.rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def take(self, cid: str, row: int, errs: ErrorList) -> bool:
+        """Record ``cid`` at ``row``; a second sighting adds the duplicate error and answers False."""
+        first = self.rows.get(cid)
+        if first is not None:
+            errs.add(self.column.duplicate_message(cid, first), row, self.column.column)
+            return False
+        self.rows[cid] = row
+        return True
+
+    def check(self, cid: str, row: int, errs: ErrorList) -> bool:
+        """``IdColumn.problem`` then ``take``: whether ``cid`` is a new, valid id (errors added if not)."""
+        message = self.column.problem(cid)
+        if message is not None:
+            errs.add(message, row, self.column.column)
+            return False
+        return self.take(cid, row, errs)
+
+
 class Kind:
     """Base class. Subclasses set the class attributes and implement the methods."""
 
@@ -141,10 +294,35 @@ class Kind:
     case_correct_column: ClassVar[str | None] = None
     # Numeric per-case columns the debug table filters by range.
     case_range_columns: ClassVar[tuple[str, ...]] = ()
+    # The words that are this kind's own, which the shared templates, presentation.py and the
+    # shared scripts must never name (tests/core/test_presentation.py). None: every metric name and
+    # label and every named case column. A kind whose metrics have plain English names
+    # ("accuracy", "correct") lists here only the words that really are its own.
+    own_words: ClassVar[tuple[str, ...] | None] = None
+    # The smallest valid config of this kind (``validate_config`` fills in the rest): where docs
+    # and the tests that run every kind of the registry start from.
+    minimal_config: ClassVar[Mapping[str, Any]] = {}
+
+    def words(self) -> frozenset[str]:
+        """This kind's own words (``own_words``, or by default its metric names and labels and its
+        named case columns), which pages shared by every kind must not name."""
+        if self.own_words is not None:
+            return frozenset(self.own_words)
+        named = [*self.case_column_orders, self.case_correct_column]
+        return frozenset([*(m.name for m in self.metrics), *(m.label for m in self.metrics), *filter(None, named)])
 
     def leaderboard_note(self, config: Mapping[str, Any]) -> str:
         """A sentence under the board about who appears and what its numbers mean ("" for none)."""
         return ""
+
+    def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
+        """The debug table's columns, in order, with their labels and descriptions.
+
+        A round kind's table shows exactly these. A static kind's shows every key of its
+        per-case rows; a key named here is headed by its ``label`` (``description`` as its
+        tooltip), any other by the key itself.
+        """
+        return ()
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -480,9 +658,9 @@ class RoundKind(Kind):
 
     def round_canonical_bytes(self, parsed: RoundSubmission, universe: Universe) -> bytes:
         """What the audit hash covers: a canonical CSV of the values in universe order."""
-        lines = [",".join(["id", *parsed.columns])]
-        for cid, row in zip(universe.ids, parsed.values):
-            lines.append(",".join([cid, *(repr(float(v)) for v in row)]))
+        # Each value as repr(float): the shortest text that reads back to the same float.
+        cells = [map(repr, column) for column in np.asarray(parsed.values, dtype=np.float64).T.tolist()]
+        lines = [",".join(["id", *parsed.columns]), *map(",".join, zip(universe.ids, *cells))]
         if parsed.meta:
             lines.append("#" + json.dumps(parsed.meta, sort_keys=True, separators=(",", ":")))
         return ("\n".join(lines) + "\n").encode()
@@ -544,10 +722,6 @@ class RoundKind(Kind):
         (``entrant``, ``audit_hash``, ``received_at``, ``repeat``, ``values``, ``meta``); empty while open."""
         return None
 
-    def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
-        """The debug table's columns, in order."""
-        return ()
-
     def case_table_promise(self, config: Mapping[str, Any]) -> str:
         """What the per-id table will show, said on a counted submission's page before resolution."""
         return "The per-id table is shown once the round is resolved."
@@ -565,6 +739,7 @@ class RoundKind(Kind):
 
 MAX_ID_CHARS = 100
 MAX_LISTED_MISSING = 20
+UNIVERSE_ID = IdColumn(max_chars=MAX_ID_CHARS)  # the ``id`` column of round kinds' files
 UNIVERSE_MAX_BYTES = 50 * 1024 * 1024
 
 
@@ -576,26 +751,11 @@ def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()
                                prefixes=tuple(prefixes), what="id")
     pos = table.position()
     extra = [h for h in table.header if prefixes and h.startswith(tuple(prefixes))]
-    seen: dict[str, int] = {}
+    seen = UNIVERSE_ID.first_rows()
     cases: list[Case] = []
     for row, rec in table.rows:
         cid = rec[pos["id"]].strip()
-        ok = True
-        if not cid:
-            errs.add("empty id", row, "id")
-            ok = False
-        elif len(cid) > MAX_ID_CHARS or not cid.isprintable() or "," in cid:
-            errs.add(f"an id is at most {MAX_ID_CHARS} printable characters without commas; got {csvfile.show(cid)}",
-                     row, "id")
-            ok = False
-        elif csvfile.looks_like_formula(cid):
-            errs.add(csvfile.formula_id_message("an id", cid), row, "id")
-            ok = False
-        elif cid in seen:
-            errs.add(f"duplicate id {cid!r} (first in row {seen[cid]})", row, "id")
-            ok = False
-        else:
-            seen[cid] = row
+        ok = seen.check(cid, row, errs)
         public: dict[str, float] = {}
         for f in extra:
             value, message = csvfile.number(rec[pos[f]])
@@ -611,16 +771,26 @@ def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()
 
 
 def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], max_bytes: int,
-                   check: Callable[[float, str], str | None] | None = None, filename: str | None = None,
+                   check: Callable[[float, str], str | None] | None = None,
+                   accept: Callable[[np.ndarray], np.ndarray] | None = None, filename: str | None = None,
                    every_id: bool = True,
                    empty_ok: bool = False, what: str = "prediction") -> np.ndarray:
     """A CSV ``id,<columns>`` aligned to the universe: (ids, columns) float64, NaN where empty.
 
     Every id of the universe at most once (exactly once with ``every_id``); each cell a
     finite number (an empty one allowed with ``empty_ok``), then ``check(value, raw)``
-    may return a message refusing it. Raises ValidationFailed naming every problem by
-    row and column (``filename`` names the file too).
+    may return a message refusing it (``accept(values)``, when given, says the same of a
+    whole column at once: True where ``check`` would find nothing). Raises ValidationFailed
+    naming every problem by row and column (``filename`` names the file too).
+
+    A plain file is read at C speed (``_id_values_fast``); anything it does not vouch for
+    goes through the row-by-row reader below, which words every problem.
     """
+    if len(data) <= max_bytes:
+        fast = _id_values_fast(data, universe=universe, columns=columns, check=check, accept=accept,
+                               every_id=every_id, empty_ok=empty_ok)
+        if fast is not None:
+            return fast
     errs = ErrorList(file=filename)
     table = csvfile.read_table(data, errs=errs, max_bytes=max_bytes, required=("id", *columns), what=what)
     pos = table.position()
@@ -638,7 +808,7 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
             errs.add(f"unknown id {csvfile.show(cid)}: not in this round's universe" if cid else "empty id",
                      row, "id")
         elif first[at]:
-            errs.add(f"duplicate id {cid!r} (first in row {first[at]})", row, "id")
+            errs.add(UNIVERSE_ID.duplicate_message(cid, int(first[at])), row, "id")
             at = None
         else:
             first[at] = row
@@ -670,17 +840,93 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
     return values
 
 
+def _id_values_fast(data: bytes, *, universe: Universe, columns: Sequence[str],
+                    check: Callable[[float, str], str | None] | None,
+                    accept: Callable[[np.ndarray], np.ndarray] | None, every_id: bool,
+                    empty_ok: bool) -> np.ndarray | None:
+    """``read_id_values`` of a file the row-by-row reader would accept, split by str methods
+    and read by numpy in C loops; None as soon as anything could be a problem (a quote, a lone carriage
+    return, a blank or ragged or overlong row, an unknown or repeated id, a cell that is not a
+    finite number or fails ``check``), so that reader words it. Same values, bit for bit: each
+    cell goes through ``float`` as there."""
+    scratch = ErrorList()
+    text = csvfile.decode(data, scratch)
+    if text is None or scratch or '"' in text:
+        return None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            return None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) < 2:
+        return None
+    names = [h.strip() for h in lines[0].split(",")]
+    if sorted(names) != sorted(["id", *columns]) or len(set(names)) != len(names):
+        return None
+    width = len(names)
+    body = lines[1:]
+    limit = max(len(lines[0]) + 1, (csvfile.MAX_CELL_CHARS + 3) * width + 64)
+    if max(map(len, body)) + 2 > limit:
+        return None
+    # No quotes: a row's cells are its text split at commas (what csv.reader would give).
+    if set(map(str.count, body, itertools.repeat(","))) != {width - 1}:
+        return None
+    flat = ",".join(body).split(",")
+    cells = [flat[j::width] for j in range(width)]
+    n = len(body)
+    at = list(map(universe.index.get, map(str.strip, cells[names.index("id")])))
+    if None in at or len(set(at)) != n or (every_id and n != len(universe)):
+        return None
+    where = np.fromiter(at, dtype=np.int64, count=n)
+    values = np.full((len(universe), len(columns)), np.nan)
+    for j, column in enumerate(columns):
+        raw = cells[names.index(column)]
+        blank = None
+        try:
+            got = np.fromiter(map(float, raw), dtype=np.float64, count=n)
+        except ValueError:
+            if not empty_ok:
+                return None
+            blank = np.fromiter((not r.strip() for r in raw), dtype=bool, count=n)
+            try:
+                got = np.fromiter((np.nan if b else float(r) for r, b in zip(raw, blank)), dtype=np.float64,
+                                  count=n)
+            except ValueError:
+                return None
+        filled = got if blank is None else got[~blank]
+        if not np.isfinite(filled).all():
+            return None
+        if check is not None:
+            if accept is not None:
+                if not np.asarray(accept(filled), dtype=bool).all():
+                    return None
+            elif any(check(v, r) is not None for v, r, b in
+                     zip(got.tolist(), raw, blank.tolist() if blank is not None else [False] * n) if not b):
+                return None
+        values[where, j] = got
+    return values
+
+
 STANDINGS_MIN_ROUNDS = "standings_min_rounds"
+
+
+# Config keys every round kind takes: the resolved rounds an entrant needs before it appears in the
+# standings, and how many of its latest rounds a windowed standing averages.
+STANDINGS_MIN_ROUNDS_KEY = WholeNumber(STANDINGS_MIN_ROUNDS, 1, 1, 1000,
+                                       "must be a whole number of rounds, 1 to 1000; got {value!r}")
+STANDINGS_WINDOW_KEY = WholeNumber("standings_window", 20, 1, 1000,
+                                   "must be a whole number of rounds, 1 to 1000; got {value!r}")
 
 
 def standings_min_rounds_config(config: Mapping[str, Any]) -> tuple[int, RowError | None]:
     """The config key every round kind takes: ``standings_min_rounds`` (default 1), the resolved
     rounds an entrant needs before it appears in the standings. ``(value, error or None)``."""
-    value = config.get(STANDINGS_MIN_ROUNDS, 1)
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
-        return 1, RowError(f"config key {STANDINGS_MIN_ROUNDS!r}: must be a whole number of rounds, 1 to 1000; "
-                           f"got {value!r}", column=STANDINGS_MIN_ROUNDS, file="benchmark.json")
-    return value, None
+    reader = ConfigReader({STANDINGS_MIN_ROUNDS: config[STANDINGS_MIN_ROUNDS]} if STANDINGS_MIN_ROUNDS in config
+                          else {}, allowed=(STANDINGS_MIN_ROUNDS,))
+    value = reader.take(STANDINGS_MIN_ROUNDS_KEY)
+    return value, (reader.errors[0] if reader.errors else None)
 
 
 def standings_min_rounds_note(min_rounds: int) -> str:

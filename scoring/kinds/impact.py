@@ -49,7 +49,7 @@ from scoring import csvfile
 from scoring import metrics_impact as mi
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
-from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
+from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, IdColumn, Kind, MetricSpec, Result, Truth
 from scoring.metrics_uncertainty import bootstrap_ci
 
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -110,6 +110,15 @@ def _show(value: Any, limit: int = 60) -> str:
         s = s[: limit - 3] + "..."
     return repr(s) if isinstance(value, str) else s
 
+
+
+# The case_id column of a bundle's cases.csv, and of an upload (CSV rows or JSON items).
+BUNDLE_ID = IdColumn(
+    "case_id", empty="case_id is empty",
+    invalid="case_id {shown} must be 1-100 characters of letters, digits, '_', '.', ':' or '-', "
+            "starting with a letter or digit",
+    duplicate="case_id {shown} repeats row {first}", pattern=CASE_ID_RE, formula=None, show=_show)
+UPLOAD_ID = IdColumn("case_id", duplicate="case id {shown} is repeated (first at row {first})", show=_show)
 
 def _jsonable(v: Any) -> bool:
     try:
@@ -383,7 +392,7 @@ class ImpactKind(Kind):
         col = {name: i for i, name in enumerate(header)}
         cases: list[Case] = []
         truth: dict[str, dict[str, Any]] = {}
-        first_row: dict[str, int] = {}
+        first_row = BUNDLE_ID.first_rows()
         for row, rec in records:
             if not any(c.strip() for c in rec):
                 continue
@@ -393,19 +402,7 @@ class ImpactKind(Kind):
             cell = {name: rec[i] for name, i in col.items()}
             case_id = cell["case_id"].strip()
             row_ok = True
-            if not case_id:
-                errors.add("case_id is empty", row=row, column="case_id")
-                row_ok = False
-            elif not CASE_ID_RE.fullmatch(case_id):
-                errors.add(
-                    f"case_id {_show(case_id)} must be 1-100 characters of letters, digits, '_', '.', ':' or '-', starting with a letter or digit",
-                    row=row, column="case_id")
-                row_ok = False
-            elif case_id in first_row:
-                errors.add(f"case_id {_show(case_id)} repeats row {first_row[case_id]}", row=row, column="case_id")
-                row_ok = False
-            else:
-                first_row[case_id] = row
+            row_ok = first_row.check(case_id, row, errors)
             body = cell["text"].strip()
             if not body:
                 errors.add("text is empty", row=row, column="text")
@@ -524,7 +521,7 @@ class ImpactKind(Kind):
         self, items: list[tuple[int, Any]], *, from_csv: bool, cases: CaseSet, errors: ErrorList
     ) -> ImpactSubmission:
         known = {c.case_id for c in cases.cases}
-        first_row: dict[str, int] = {}
+        first_row = UPLOAD_ID.first_rows()
         out: list[Prediction] = []
         for row, item in items:
             if not isinstance(item, dict):
@@ -552,11 +549,8 @@ class ImpactKind(Kind):
                 if case_id not in known:
                     errors.add(f"unknown case id {_show(case_id)}", row=row, column="case_id")
                     ok = False
-                elif case_id in first_row:
-                    errors.add(f"case id {_show(case_id)} is repeated (first at row {first_row[case_id]})", row=row, column="case_id")
+                elif not first_row.take(case_id, row, errors):
                     ok = False
-                else:
-                    first_row[case_id] = row
             # predicted_impact
             raw_cat = item.get("predicted_impact")
             category: str | None = None

@@ -38,9 +38,12 @@ from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import (
     STANDINGS_MIN_ROUNDS,
+    STANDINGS_MIN_ROUNDS_KEY,
     Case,
     CaseSet,
     Column,
+    ConfigReader,
+    IdColumn,
     MetricSpec,
     RoundInputs,
     RoundKind,
@@ -51,7 +54,8 @@ from scoring.kinds.base import (
     Standing,
     Standings,
     Universe,
-    standings_min_rounds_config,
+    WholeNumber,
+    finite_or_none,
     standings_min_rounds_note,
 )
 from scoring.metrics_portfolio import (
@@ -102,28 +106,22 @@ STANDINGS_METRICS = (
 )
 
 
-def _config_error(key: str, message: str) -> RowError:
-    return RowError(f"config key {key!r}: {message}", column=key, file="benchmark.json")
-
-
-def _num(v: Any) -> float | None:
-    if v is None:
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
+RATIONALE_KEY = WholeNumber("max_rationale_chars", DEFAULT_MAX_RATIONALE_CHARS, 1, 100_000,
+                            "must be a whole number from 1 to 100000; got {value!r}")
+MAX_UPLOAD_KEY = WholeNumber("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES, 1024, 10 * 1024 * 1024,
+                             "must be an integer from 1024 to 10485760; got {value!r}")
+# The option column of universes, uploads and price files.
+OPTION_ID = IdColumn(OPTION, empty="empty option name",
+                     invalid="an option is at most {max} printable characters without commas; got {shown}",
+                     duplicate="duplicate option {id!r} (first in row {first})", max_chars=MAX_OPTION_CHARS,
+                     formula="an option")
 
 
 def _option_name_problem(name: str) -> str | None:
-    if not name:
-        return "empty option name"
-    if len(name) > MAX_OPTION_CHARS or not name.isprintable() or "," in name:
-        return (f"an option is at most {MAX_OPTION_CHARS} printable characters without commas; got "
-                f"{csvfile.show(name)}")
-    if csvfile.looks_like_formula(name):
-        return csvfile.formula_id_message("an option", name)
-    if name.upper() == CASH:
+    problem = OPTION_ID.problem(name)
+    if problem is None and name.upper() == CASH:
         return "CASH is always allocatable at 0% and is added by the site; leave it out of the universe"
-    return None
+    return problem
 
 
 def _plain_text_problem(text: str) -> str | None:
@@ -148,27 +146,16 @@ class PortfolioKind(RoundKind):
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
-        config = dict(config or {})
-        errors: list[RowError] = []
-        allowed = {"benchmark_option", "max_rationale_chars", "max_upload_bytes", STANDINGS_MIN_ROUNDS}
-        for key in config:
-            if key not in allowed:
-                errors.append(_config_error(str(key), f"unknown key; allowed: {', '.join(sorted(allowed))}"))
-        cap = config.get("max_rationale_chars", DEFAULT_MAX_RATIONALE_CHARS)
-        if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= 100_000:
-            errors.append(_config_error("max_rationale_chars", f"must be a whole number from 1 to 100000; got {cap!r}"))
-        size = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
-        if not isinstance(size, int) or isinstance(size, bool) or not 1024 <= size <= 10 * 1024 * 1024:
-            errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 10485760; got {size!r}"))
-        benchmark = config.get("benchmark_option", DEFAULT_BENCHMARK_OPTION)
+        cfg = ConfigReader(dict(config or {}), allowed={"benchmark_option", "max_rationale_chars",
+                                                        "max_upload_bytes", STANDINGS_MIN_ROUNDS})
+        cap = cfg.take(RATIONALE_KEY)
+        size = cfg.take(MAX_UPLOAD_KEY)
+        benchmark = cfg.get("benchmark_option", DEFAULT_BENCHMARK_OPTION)
         if not isinstance(benchmark, str) or _option_name_problem(benchmark.strip()) or benchmark != benchmark.strip():
-            errors.append(_config_error("benchmark_option", "must name the S&P 500's option: at most "
-                                        f"{MAX_OPTION_CHARS} printable characters without commas, not CASH; got "
-                                        f"{benchmark!r}"))
-        min_rounds, error = standings_min_rounds_config(config)
-        errors += [error] if error else []
-        if errors:
-            raise ValidationFailed(errors)
+            cfg.error("benchmark_option", "must name the S&P 500's option: at most "
+                      f"{MAX_OPTION_CHARS} printable characters without commas, not CASH; got {benchmark!r}")
+        min_rounds = cfg.take(STANDINGS_MIN_ROUNDS_KEY)
+        cfg.done()
         return {"benchmark_option": benchmark, "max_rationale_chars": cap, "max_upload_bytes": size,
                 STANDINGS_MIN_ROUNDS: min_rounds}
 
@@ -202,7 +189,7 @@ class PortfolioKind(RoundKind):
         table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_BYTES, required=(OPTION, START),
                                    what="option")
         pos = table.position()
-        seen: dict[str, int] = {}
+        seen = OPTION_ID.first_rows()
         cases: list[Case] = []
         for row, rec in table.rows:
             name = rec[pos[OPTION]].strip()
@@ -210,11 +197,8 @@ class PortfolioKind(RoundKind):
             if (problem := _option_name_problem(name)) is not None:
                 errs.add(problem, row, OPTION)
                 ok = False
-            elif name in seen:
-                errs.add(f"duplicate option {name!r} (first in row {seen[name]})", row, OPTION)
-                ok = False
             else:
-                seen[name] = row
+                ok = seen.take(name, row, errs)
             price, message = csvfile.number(rec[pos[START]])
             if message:
                 errs.add(message, row, START)
@@ -439,7 +423,7 @@ class PortfolioKind(RoundKind):
                 errs.add(f"unknown option {csvfile.show(name)}: not in this round's universe" if name
                          else "empty option name", row, OPTION)
             elif at in first:
-                errs.add(f"duplicate option {name!r} (first in row {first[at]})", row, OPTION)
+                errs.add(OPTION_ID.duplicate_message(name, first[at]), row, OPTION)
                 at = None
             else:
                 first[at] = row
@@ -484,7 +468,7 @@ class PortfolioKind(RoundKind):
         out = round_results(weights, start, end, sp500_start=start[index], sp500_end=end[index], final=truth.final)
         metrics = []
         for i in range(n):
-            m = {name: _num(out[name][i]) for name in ("score", "return", "sp500_return", "minus_sp500",
+            m = {name: finite_or_none(out[name][i]) for name in ("score", "return", "sp500_return", "minus_sp500",
                                                        "oracle_return", "regret")}
             m["beats_cash"] = None if np.isnan(out["beats_cash"][i]) else bool(out["beats_cash"][i])
             metrics.append(m)
@@ -512,9 +496,9 @@ class PortfolioKind(RoundKind):
         end = truth.column(END)
         returns = price_returns(start, end)
         percent = np.asarray(values, dtype=np.float64).reshape(-1)
-        return [{"option": cid, "percent": _num(percent[i]), "start_price": _num(start[i]),
-                 "end_price": _num(end[i]), "return": _num(returns[i]),
-                 "contribution": _num(percent[i] / 100 * returns[i])}
+        return [{"option": cid, "percent": finite_or_none(percent[i]), "start_price": finite_or_none(start[i]),
+                 "end_price": finite_or_none(end[i]), "return": finite_or_none(returns[i]),
+                 "contribution": finite_or_none(percent[i] / 100 * returns[i])}
                 for i, cid in enumerate(universe.ids)]
 
     # -- what the round page shows --------------------------------------------------

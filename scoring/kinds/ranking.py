@@ -34,9 +34,13 @@ from scoring.errors import RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import (
     STANDINGS_MIN_ROUNDS,
+    STANDINGS_MIN_ROUNDS_KEY,
+    STANDINGS_WINDOW_KEY,
     UNIVERSE_MAX_BYTES,
     CaseSet,
+    Choice,
     Column,
+    ConfigReader,
     MetricSpec,
     RoundInputs,
     RoundKind,
@@ -46,9 +50,10 @@ from scoring.kinds.base import (
     RoundTruth,
     Standings,
     Universe,
+    WholeNumber,
+    finite_or_none,
     read_id_universe,
     read_id_values,
-    standings_min_rounds_config,
     standings_min_rounds_note,
     windowed_mean_standings,
 )
@@ -62,15 +67,13 @@ CONFIG_KEYS = ("horizons", "k", "weights", "standings_window", "missing_returns"
                STANDINGS_MIN_ROUNDS)
 
 
-def _config_error(key: str, message: str) -> RowError:
-    return RowError(f"config key {key!r}: {message}", column=key, file="benchmark.json")
-
-
-def _num(v: Any) -> float | None:
-    if v is None:
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
+MAX_UPLOAD_KEY = WholeNumber("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES, 1024, 100 * 1024 * 1024,
+                             "must be an integer from 1024 to 104857600; got {value!r}")
+K_KEY = WholeNumber("k", DEFAULT_K, 1, 100_000, "must be a whole number from 1 to 100000; got {value!r}")
+MISSING_KEY = Choice("missing_returns", MISSING_RULES[0], tuple(MISSING_RULES),
+                     '"drop_id" (an id without some horizon\'s return is left out of every horizon, as crowdcent\'s '
+                     'create_ranking_targets) or "per_horizon" (each horizon over the ids with its return); '
+                     'got {value!r}')
 
 
 @register
@@ -83,27 +86,21 @@ class RankingKind(RoundKind):
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
-        config = dict(config or {})
-        errors: list[RowError] = []
-        for key in config:
-            if key not in CONFIG_KEYS:
-                errors.append(_config_error(str(key), f"unknown key; allowed: {', '.join(CONFIG_KEYS)}"))
-        horizons = config.get("horizons", list(DEFAULT_HORIZONS))
+        cfg = ConfigReader(dict(config or {}), allowed=CONFIG_KEYS, keep_order=True)
+        horizons = cfg.get("horizons", list(DEFAULT_HORIZONS))
         if (not isinstance(horizons, list) or not horizons or len(horizons) > 10
                 or not all(isinstance(h, str) and HORIZON_NAME.match(h) for h in horizons)):
-            errors.append(_config_error("horizons", 'must be a list of 1 to 10 short names of letters and digits, '
-                                                    f'e.g. ["10d", "30d"]; got {horizons!r}'))
+            cfg.error("horizons", 'must be a list of 1 to 10 short names of letters and digits, '
+                                  f'e.g. ["10d", "30d"]; got {horizons!r}')
             horizons = list(DEFAULT_HORIZONS)
         elif len(set(horizons)) != len(horizons):
-            errors.append(_config_error("horizons", "names a horizon twice"))
-        k = config.get("k", DEFAULT_K)
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100_000:
-            errors.append(_config_error("k", f"must be a whole number from 1 to 100000; got {k!r}"))
-        weights = config.get("weights")
+            cfg.error("horizons", "names a horizon twice")
+        k = cfg.take(K_KEY)
+        weights = cfg.get("weights")
         if weights is None:
             weights = dict.fromkeys(horizons, 1.0)
         elif not isinstance(weights, dict):
-            errors.append(_config_error("weights", 'must map each horizon to a weight, e.g. {"10d": 1, "30d": 1}'))
+            cfg.error("weights", 'must map each horizon to a weight, e.g. {"10d": 1, "30d": 1}')
             weights = dict.fromkeys(horizons, 1.0)
         else:
             unknown = [h for h in weights if h not in horizons]
@@ -111,32 +108,21 @@ class RankingKind(RoundKind):
             bad = [h for h, w in weights.items() if isinstance(w, bool) or not isinstance(w, (int, float))
                    or not math.isfinite(w) or w < 0]
             if unknown or missing:
-                errors.append(_config_error("weights", f"must give a weight to each horizon ({', '.join(horizons)})"
-                                            + (f"; unknown: {', '.join(map(str, unknown))}" if unknown else "")
-                                            + (f"; missing: {', '.join(missing)}" if missing else "")))
+                cfg.error("weights", f"must give a weight to each horizon ({', '.join(horizons)})"
+                          + (f"; unknown: {', '.join(map(str, unknown))}" if unknown else "")
+                          + (f"; missing: {', '.join(missing)}" if missing else ""))
             elif bad:
-                errors.append(_config_error("weights", f"weights are numbers >= 0; not {', '.join(map(str, bad))}"))
+                cfg.error("weights", f"weights are numbers >= 0; not {', '.join(map(str, bad))}")
             elif sum(weights.values()) <= 0:
-                errors.append(_config_error("weights", "at least one weight must be above 0"))
+                cfg.error("weights", "at least one weight must be above 0")
             weights = {h: float(weights[h]) if h in weights and h not in bad else 0.0 for h in horizons}
-        window = config.get("standings_window", 20)
-        if not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 1000:
-            errors.append(_config_error("standings_window",
-                                        f"must be a whole number of rounds, 1 to 1000; got {window!r}"))
-        missing = config.get("missing_returns", MISSING_RULES[0])
-        if missing not in MISSING_RULES:
-            errors.append(_config_error("missing_returns", '"drop_id" (an id without some horizon\'s return is left '
-                                        'out of every horizon, as crowdcent\'s create_ranking_targets) or '
-                                        f'"per_horizon" (each horizon over the ids with its return); got {missing!r}'))
-        cap = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
-        if not isinstance(cap, int) or isinstance(cap, bool) or not 1024 <= cap <= 100 * 1024 * 1024:
-            errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 104857600; got {cap!r}"))
-        min_rounds, error = standings_min_rounds_config(config)
-        errors += [error] if error else []
-        if errors:
-            raise ValidationFailed(errors)
+        window = cfg.take(STANDINGS_WINDOW_KEY)
+        missing_rule = cfg.take(MISSING_KEY)
+        cap = cfg.take(MAX_UPLOAD_KEY)
+        min_rounds = cfg.take(STANDINGS_MIN_ROUNDS_KEY)
+        cfg.done()
         return {"horizons": list(horizons), "k": k, "weights": weights, "standings_window": window,
-                "missing_returns": missing, "max_upload_bytes": cap, STANDINGS_MIN_ROUNDS: min_rounds}
+                "missing_returns": missing_rule, "max_upload_bytes": cap, STANDINGS_MIN_ROUNDS: min_rounds}
 
     def metric_specs(self, config: Mapping[str, Any]) -> tuple[MetricSpec, ...]:
         cfg = self.validate_config(config)
@@ -304,7 +290,7 @@ class RankingKind(RoundKind):
         if m == 1:
             notes.append("With one counted submission the meta model is that submission: unique NDCG is n/a.")
         columns = dict(result.metrics)
-        return RoundOutcome([{name: _num(v[i]) for name, v in columns.items()} for i in range(m)], notes)
+        return RoundOutcome([{name: finite_or_none(v[i]) for name, v in columns.items()} for i in range(m)], notes)
 
     # -- the per-id debug table -------------------------------------------------
     def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
@@ -351,10 +337,10 @@ class RankingKind(RoundKind):
             top, bottom = above < k, below < k
             band[scored] = np.where(top & bottom, "top and bottom", np.where(top, "top", np.where(bottom, "bottom", "")))
             for i, row in enumerate(rows):
-                row[f"pred_{h}"] = _num(pred[i])
+                row[f"pred_{h}"] = finite_or_none(pred[i])
                 row[f"rank_{h}"] = int(rank[i]) if rank[i] > 0 else None
-                row[f"return_{h}"] = _num(ret[i])
-                row[f"target_{h}"] = _num(target[i])
+                row[f"return_{h}"] = finite_or_none(ret[i])
+                row[f"target_{h}"] = finite_or_none(target[i])
                 row[f"band_{h}"] = band[i]
         return rows
 

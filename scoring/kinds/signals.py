@@ -30,9 +30,12 @@ from scoring.errors import RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import (
     STANDINGS_MIN_ROUNDS,
+    STANDINGS_MIN_ROUNDS_KEY,
+    STANDINGS_WINDOW_KEY,
     UNIVERSE_MAX_BYTES,
     CaseSet,
     Column,
+    ConfigReader,
     MetricSpec,
     RoundInputs,
     RoundKind,
@@ -42,9 +45,10 @@ from scoring.kinds.base import (
     RoundTruth,
     Standings,
     Universe,
+    WholeNumber,
+    finite_or_none,
     read_id_universe,
     read_id_values,
-    standings_min_rounds_config,
     standings_min_rounds_note,
     windowed_mean_standings,
 )
@@ -76,8 +80,8 @@ METRICS = (
 )
 
 
-def _config_error(key: str, message: str) -> RowError:
-    return RowError(f"config key {key!r}: {message}", column=key, file="benchmark.json")
+MAX_UPLOAD_KEY = WholeNumber("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES, 1024, 100 * 1024 * 1024,
+                             "must be an integer from 1024 to 104857600; got {value!r}")
 
 
 @register
@@ -91,35 +95,25 @@ class SignalsKind(RoundKind):
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
-        config = dict(config or {})
-        errors: list[RowError] = []
-        allowed = {"rank_by", "standings_window", "extra_targets", "max_upload_bytes", STANDINGS_MIN_ROUNDS}
-        for key in config:
-            if key not in allowed:
-                errors.append(_config_error(str(key), f"unknown key; allowed: {', '.join(sorted(allowed))}"))
-        extra = config.get("extra_targets", [])
+        cfg = ConfigReader(dict(config or {}), allowed={"rank_by", "standings_window", "extra_targets",
+                                                        "max_upload_bytes", STANDINGS_MIN_ROUNDS})
+        extra = cfg.get("extra_targets", [])
         if not isinstance(extra, list) or not all(isinstance(t, str) and t.strip() == t and t for t in extra):
-            errors.append(_config_error("extra_targets", 'must be a list of column names, e.g. ["target_60"]'))
+            cfg.error("extra_targets", 'must be a list of column names, e.g. ["target_60"]')
             extra = []
         for t in extra:
             if t in (ID, TARGET) or not t.replace("_", "").isalnum() or len(t) > 60:
-                errors.append(_config_error("extra_targets", f"{t!r} is not a usable column name"))
+                cfg.error("extra_targets", f"{t!r} is not a usable column name")
         if len(set(extra)) != len(extra):
-            errors.append(_config_error("extra_targets", "names a column twice"))
+            cfg.error("extra_targets", "names a column twice")
         names = [m.name for m in METRICS] + [f"corr_{t}" for t in extra]
-        rank_by = config.get("rank_by", "corr")
+        rank_by = cfg.get("rank_by", "corr")
         if rank_by not in names:
-            errors.append(_config_error("rank_by", f"must be one of {', '.join(names)}; got {rank_by!r}"))
-        window = config.get("standings_window", 20)
-        if not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 1000:
-            errors.append(_config_error("standings_window", f"must be a whole number of rounds, 1 to 1000; got {window!r}"))
-        cap = config.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES)
-        if not isinstance(cap, int) or isinstance(cap, bool) or not 1024 <= cap <= 100 * 1024 * 1024:
-            errors.append(_config_error("max_upload_bytes", f"must be an integer from 1024 to 104857600; got {cap!r}"))
-        min_rounds, error = standings_min_rounds_config(config)
-        errors += [error] if error else []
-        if errors:
-            raise ValidationFailed(errors)
+            cfg.error("rank_by", f"must be one of {', '.join(names)}; got {rank_by!r}")
+        window = cfg.take(STANDINGS_WINDOW_KEY)
+        cap = cfg.take(MAX_UPLOAD_KEY)
+        min_rounds = cfg.take(STANDINGS_MIN_ROUNDS_KEY)
+        cfg.done()
         return {"rank_by": rank_by, "standings_window": window, "extra_targets": list(extra),
                 "max_upload_bytes": cap, STANDINGS_MIN_ROUNDS: min_rounds}
 
@@ -166,7 +160,7 @@ class SignalsKind(RoundKind):
                     else f"{csvfile.show(raw.strip())} is outside [0, 1]")
 
         values = read_id_values(data, universe=universe, columns=(PREDICTION,), max_bytes=cfg["max_upload_bytes"],
-                                check=in_unit_interval)
+                                check=in_unit_interval, accept=lambda v: (v >= 0.0) & (v <= 1.0))
         return RoundSubmission(values, (PREDICTION,))
 
     def format_help(self, config: Mapping[str, Any]) -> str:
@@ -284,7 +278,7 @@ class SignalsKind(RoundKind):
                    for name in SIGNALS_METRICS if name in wanted}
         columns.update({name: s.to_numpy() for name, s in extra_scores.items()})
         for i in range(n):
-            out.append({name: _num(values[i]) for name, values in columns.items()})
+            out.append({name: finite_or_none(values[i]) for name, values in columns.items()})
         return RoundOutcome(out, notes)
 
     truth_free_metrics = ("mcwnm", "apcwnm")
@@ -343,8 +337,8 @@ class SignalsKind(RoundKind):
                 if denom > 0:
                     contribution[scored] = sc * tc / denom
         return [
-            {"id": cid, "prediction": _num(prediction[i]), "gaussianized_rank": _num(gauss[i]),
-             "target": _num(target[i]), "contribution": _num(contribution[i])}
+            {"id": cid, "prediction": finite_or_none(prediction[i]), "gaussianized_rank": finite_or_none(gauss[i]),
+             "target": finite_or_none(target[i]), "contribution": finite_or_none(contribution[i])}
             for i, cid in enumerate(universe.ids)
         ]
 
@@ -355,9 +349,3 @@ class SignalsKind(RoundKind):
         cfg = self.validate_config(config)
         return windowed_mean_standings(results, window=cfg["standings_window"], rank_by=cfg["rank_by"])
 
-
-def _num(v: Any) -> float | None:
-    if v is None:
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None

@@ -13,8 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from leaderboard.core.models import Submission
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
 from leaderboard.core.services.rounds import round_set_status
-from leaderboard.demo import impact as impact_demo
-from leaderboard.demo import properties as properties_demo
+from leaderboard.demo import demo_modules
 from tests.conftest import MINI_ROWS, submission_csv, write_properties_bundle
 from tests.support.impact import DEV_PREDICTIONS, PREDICTIONS, write_impact_bundle
 
@@ -23,7 +22,7 @@ def _text(html: str) -> str:
     return " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
-@pytest.mark.parametrize("demo", [impact_demo, properties_demo], ids=["impact", "properties"])
+@pytest.mark.parametrize("demo", demo_modules("bundle"), ids=lambda m: m.__name__.rpartition(".")[2])
 def test_example_file_of_each_demo_is_valid_and_ranks(client, users, tmp_path, demo,
                                                       django_capture_on_commit_callbacks):
     benchmark = benchmark_load_bundle(demo.write_bundle(tmp_path / "bundle")).benchmark

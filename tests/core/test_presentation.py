@@ -20,15 +20,12 @@ GENERIC = {"score", "Score", "Cases", "cases_evaluated", "coverage", "Coverage %
 
 
 def kind_words() -> dict[str, str]:
-    """Every kind's metric names, metric labels and named case columns -> the kind."""
+    """Every kind's own words (by default its metric names, metric labels and named case columns;
+    ``Kind.own_words`` where the kind says which they are) -> the kind."""
     out = {}
     for name in kind_names():
-        kind = get_kind(name)
-        for m in kind.metrics:
-            out[m.name] = out[m.label] = name
-        for column in [*kind.case_column_orders, kind.case_correct_column]:
-            if column:
-                out[column] = name
+        for word in get_kind(name).words():
+            out[word] = name
     return {w: k for w, k in out.items() if w not in GENERIC}
 
 

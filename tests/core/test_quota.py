@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -92,3 +93,16 @@ def test_quota_fifty_concurrent_threads_accept_exactly_five(mini_bundle, users):
     assert outcomes.count("limit") == 45, outcomes
     assert Submission.objects.filter(user=user).count() == 5
     assert DailyQuota.objects.get(user=user, benchmark=benchmark).used == 5
+
+
+def test_quota_refused_upload_leaves_no_file_behind(mini_benchmark, users, settings):
+    # The file is written before the transaction that takes the quota (no lock held while the disk
+    # writes); a refused upload's copy is deleted again.
+    for _ in range(5):
+        _submit(users["owner"], mini_benchmark)
+    with pytest.raises(QuotaExceeded):
+        _submit(users["owner"], mini_benchmark)
+    stored = sorted(p.relative_to(settings.MEDIA_ROOT).as_posix() for p in Path(settings.MEDIA_ROOT).rglob("*")
+                    if p.is_file() and "submissions" in p.parts)
+    assert stored == sorted(s.file.name for s in Submission.objects.filter(user=users["owner"]))
+    assert len(stored) == 5

@@ -16,11 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.files.base import ContentFile
+
 from scoring.csvfile import too_large_message
 from scoring.errors import RowError, ValidationFailed
 
 from leaderboard.core.inputs import BadInput, bad_input_errors, json_loads_checked, json_strings_check, text_problem
-from leaderboard.core.models import Benchmark
+from leaderboard.core.models import Benchmark, Submission
 from leaderboard.core.services.answers import SubmissionRejected
 
 NOTHING_SENT = "send a file (multipart field 'file') or a JSON body with 'predictions'"
@@ -120,3 +122,19 @@ def display_name(filename: str) -> str:
     """The participant's file name as shown back: control characters dropped, at most 255 characters."""
     name = "".join(ch for ch in (filename or "") if not text_problem(ch, allow_newlines=False))
     return name.strip()[:255] or "upload"
+
+
+def upload_file_store(data: bytes, filename: str) -> str:
+    """Write an upload's bytes under a generated name (``Submission.file``) and return the name.
+
+    Called before the transaction that stores the submission, so the database's write lock
+    (on SQLite the whole file's) is never held while the disk takes the bytes; whoever
+    calls it deletes the file (``upload_file_discard``) if that transaction does not commit.
+    """
+    field = Submission._meta.get_field("file")
+    return field.storage.save(field.generate_filename(Submission(), filename or "upload"), ContentFile(data))
+
+
+def upload_file_discard(name: str) -> None:
+    """Delete a file ``upload_file_store`` wrote for a submission that was not stored."""
+    Submission._meta.get_field("file").storage.delete(name)

@@ -49,7 +49,14 @@ from leaderboard.core.services.entrants import entrant_resolve
 from leaderboard.core.services.idempotency import IdempotencyCollision
 from leaderboard.core.services.leaderboards import BoardEntry, StandingEntry, round_board_write, standings_write
 from leaderboard.core.services.outbox import round_version_enqueue_on_commit
-from leaderboard.core.services.predictions import PredictionsSource, display_name, payload_check, predictions_parse
+from leaderboard.core.services.predictions import (
+    PredictionsSource,
+    display_name,
+    payload_check,
+    predictions_parse,
+    upload_file_discard,
+    upload_file_store,
+)
 from leaderboard.core.services.rounds import round_lock_for_upload, round_set_status, rounds_open
 from leaderboard.core.services.submissions import submissions_set_status_bulk
 from leaderboard.core.services.teams import team_upload_lock
@@ -267,40 +274,44 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
 
     sub = None
     collision = IdempotencyCollision(user=user, key=idempotency_key, fingerprint=idempotency_fingerprint)
-    with collision, transaction.atomic():
-        round_ = round_lock_for_upload(round_.pk)
-        now = timezone.now()
-        if round_.status != Round.Status.OPEN or (round_.closes_at is not None and round_.closes_at <= now):
-            raise SubmissionRejected([RowError(
-                f"round {round_.number} closed at {(round_.closes_at or now):%Y-%m-%d %H:%M:%S} UTC; "
-                f"{_next_round_text(benchmark, [])}")], status=409)
-        # One upload of an entrant at a time decides which counts (NO KEY UPDATE: the
-        # entrant's foreign-key checks elsewhere never wait on it).
-        Entrant.objects.select_for_update(no_key=True).filter(pk=ent.pk).values_list("pk", flat=True).first()
-        team = team_upload_lock(user=user, benchmark=benchmark, entrant=ent)
-        remaining = quota_consume(user=user, benchmark=benchmark, team=team)
-        sub = Submission(
-            benchmark=benchmark, round=round_, entrant=ent, user=user, original_name=display_name(filename),
-            size=len(data), audit_hash=audit_hash, payload=payload,
-            idempotency_key=idempotency_key, idempotency_fingerprint=idempotency_fingerprint,
-            status=Status.ACCEPTED, is_counted=not parsed.repeat, is_repeat=parsed.repeat,
-            status_reason=("consistency run: kept beside the counted submission, never scored"
-                           if parsed.repeat else f"accepted for round {round_.number}: waiting for its truth"),
-            received_at=now, status_changed_at=now,
-        )
-        if not parsed.repeat:
-            replaced = Submission.objects.filter(round=round_, entrant=ent, is_counted=True)
-            replaced.update(is_counted=False, replaced_at=now,
-                            status_reason="replaced by a later upload of the same entrant; not scored")
-        sub.file.save(filename or "upload", ContentFile(data), save=False)
-        sub.save()
-        SubmissionArray.objects.create(submission=sub, rows=values.shape[0], columns=list(parsed.columns),
-                                       data=values.tobytes())
-        SubmissionEvent.objects.create(submission=sub, status=Status.ACCEPTED, at=now,
-                                       reason=f"validated against round {round_.number}'s universe and stored")
+    stored = upload_file_store(data, filename)  # before the transaction: no lock held while the disk writes
+    try:
+        with collision, transaction.atomic():
+            round_ = round_lock_for_upload(round_.pk)
+            now = timezone.now()
+            if round_.status != Round.Status.OPEN or (round_.closes_at is not None and round_.closes_at <= now):
+                raise SubmissionRejected([RowError(
+                    f"round {round_.number} closed at {(round_.closes_at or now):%Y-%m-%d %H:%M:%S} UTC; "
+                    f"{_next_round_text(benchmark, [])}")], status=409)
+            # One upload of an entrant at a time decides which counts (NO KEY UPDATE: the
+            # entrant's foreign-key checks elsewhere never wait on it).
+            Entrant.objects.select_for_update(no_key=True).filter(pk=ent.pk).values_list("pk", flat=True).first()
+            team = team_upload_lock(user=user, benchmark=benchmark, entrant=ent)
+            remaining = quota_consume(user=user, benchmark=benchmark, team=team)
+            sub = Submission(
+                benchmark=benchmark, round=round_, entrant=ent, user=user, original_name=display_name(filename),
+                size=len(data), audit_hash=audit_hash, payload=payload,
+                idempotency_key=idempotency_key, idempotency_fingerprint=idempotency_fingerprint,
+                status=Status.ACCEPTED, is_counted=not parsed.repeat, is_repeat=parsed.repeat,
+                status_reason=("consistency run: kept beside the counted submission, never scored"
+                               if parsed.repeat else f"accepted for round {round_.number}: waiting for its truth"),
+                received_at=now, status_changed_at=now,
+            )
+            if not parsed.repeat:
+                replaced = Submission.objects.filter(round=round_, entrant=ent, is_counted=True)
+                replaced.update(is_counted=False, replaced_at=now,
+                                status_reason="replaced by a later upload of the same entrant; not scored")
+            sub.file.name = stored
+            sub.save()
+            SubmissionArray.objects.create(submission=sub, rows=values.shape[0], columns=list(parsed.columns),
+                                           data=values.tobytes())
+            SubmissionEvent.objects.create(submission=sub, status=Status.ACCEPTED, at=now,
+                                           reason=f"validated against round {round_.number}'s universe and stored")
+    except BaseException:
+        upload_file_discard(stored)
+        raise
     if collision.replay is not None:
-        if sub is not None and sub.file.name:
-            sub.file.delete(save=False)  # this request's copy; the stored submission keeps its own
+        upload_file_discard(stored)  # this request's copy; the stored submission keeps its own
         return collision.replay
     assert sub is not None  # no replay: the transaction ran to its end
     return Accepted(submission=sub, remaining_today=remaining)

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -40,7 +39,14 @@ from leaderboard.core.services.casedata import latest_truth_version, round_cases
 from leaderboard.core.services.idempotency import IdempotencyCollision
 from leaderboard.core.services.leaderboards import leaderboard_refresh_entrant
 from leaderboard.core.services.outbox import outbox_drain, submission_enqueue_on_commit
-from leaderboard.core.services.predictions import PredictionsSource, display_name, payload_check, predictions_parse
+from leaderboard.core.services.predictions import (
+    PredictionsSource,
+    display_name,
+    payload_check,
+    predictions_parse,
+    upload_file_discard,
+    upload_file_store,
+)
 from leaderboard.core.services.rounds import (
     current_round,
     round_closed_message,
@@ -89,35 +95,39 @@ def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, 
 
     sub = None
     collision = IdempotencyCollision(user=user, key=idempotency_key, fingerprint=idempotency_fingerprint)
-    with collision, transaction.atomic():
-        # Checked again under the round's row lock, which closing takes too: once
-        # round_set_status has closed a round (or its deadline has passed), no
-        # upload validated before can still slip in.
-        round_ = round_lock_for_upload(round_.pk)
-        _check_takes_submissions(benchmark, round_)
-        team = team_upload_lock(user=user, benchmark=benchmark, entrant=entrant)
-        remaining = quota_consume(user=user, benchmark=benchmark, team=team)
-        sub = Submission(
-            benchmark=benchmark,
-            round=round_,
-            entrant=entrant,
-            user=user,
-            original_name=display_name(filename),
-            size=len(data),
-            audit_hash=audit_hash,
-            payload=payload,
-            status=Status.QUEUED,
-            status_reason="waiting for a worker",
-            idempotency_key=idempotency_key,
-            idempotency_fingerprint=idempotency_fingerprint,
-        )
-        sub.file.save(filename or "upload", ContentFile(data), save=False)
-        sub.save()
-        SubmissionEvent.objects.create(submission=sub, status=Status.QUEUED, reason="received and validated")
-        submission_enqueue_on_commit(sub.pk)
+    stored = upload_file_store(data, filename)  # before the transaction: no lock held while the disk writes
+    try:
+        with collision, transaction.atomic():
+            # Checked again under the round's row lock, which closing takes too: once
+            # round_set_status has closed a round (or its deadline has passed), no
+            # upload validated before can still slip in.
+            round_ = round_lock_for_upload(round_.pk)
+            _check_takes_submissions(benchmark, round_)
+            team = team_upload_lock(user=user, benchmark=benchmark, entrant=entrant)
+            remaining = quota_consume(user=user, benchmark=benchmark, team=team)
+            sub = Submission(
+                benchmark=benchmark,
+                round=round_,
+                entrant=entrant,
+                user=user,
+                original_name=display_name(filename),
+                size=len(data),
+                audit_hash=audit_hash,
+                payload=payload,
+                status=Status.QUEUED,
+                status_reason="waiting for a worker",
+                idempotency_key=idempotency_key,
+                idempotency_fingerprint=idempotency_fingerprint,
+            )
+            sub.file.name = stored
+            sub.save()
+            SubmissionEvent.objects.create(submission=sub, status=Status.QUEUED, reason="received and validated")
+            submission_enqueue_on_commit(sub.pk)
+    except BaseException:
+        upload_file_discard(stored)
+        raise
     if collision.replay is not None:
-        if sub is not None and sub.file.name:
-            sub.file.delete(save=False)  # this request's copy; the stored submission keeps its own
+        upload_file_discard(stored)  # this request's copy; the stored submission keeps its own
         return collision.replay
     assert sub is not None  # no replay: the transaction ran to its end
     return Accepted(submission=sub, remaining_today=remaining)

@@ -13,14 +13,14 @@ import numpy as np
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
-from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
+from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth, finite_or_none
 from scoring.kinds.properties.config import (
+    BUNDLE_ID,
     CASES_FILE,
     DEV,
     FOLD,
     ID,
     MAX_CELL_CHARS,
-    MAX_ID_CHARS,
     MAX_INPUT_CHARS,
     MAX_LISTED_EXTRA_COLUMNS,
     RANKED,
@@ -52,6 +52,7 @@ from scoring.metrics_properties import spearman, top_fraction_k, top_fraction_re
 @register
 class PropertiesKind(Kind):
     name = "properties"
+    minimal_config = {"properties": [{"name": "P", "higher_is_better": True}]}
     label = "Property prediction (Spearman + top-fraction recall)"
     metrics = (
         MetricSpec("score", "Score", description="w_spearman x mean Spearman + w_recall x mean top-fraction recall"),
@@ -163,7 +164,7 @@ class PropertiesKind(Kind):
 
         cases: list[Case] = []
         truth: dict[str, dict[str, float | None]] = {}
-        first_row: dict[str, int] = {}
+        first_row = BUNDLE_ID.first_rows()
         while True:
             row = rows.line_num + 1
             try:
@@ -179,18 +180,7 @@ class PropertiesKind(Kind):
                 errs.add(f"row has {_count(len(rec), 'field')} but the header has {len(header)}", row)
                 continue
             sid = rec[pos[ID]].strip()
-            ok = True
-            if not sid:
-                errs.add("empty sequence_id", row, ID)
-                ok = False
-            elif len(sid) > MAX_ID_CHARS or not sid.isprintable():
-                errs.add(f"sequence_id must be at most {MAX_ID_CHARS} printable characters", row, ID)
-                ok = False
-            elif sid in first_row:
-                errs.add(f"duplicate sequence_id {sid!r} (first seen in row {first_row[sid]})", row, ID)
-                ok = False
-            else:
-                first_row[sid] = row
+            ok = first_row.check(sid, row, errs)
             fold, message = _csv_fold(rec[pos[FOLD]])
             if message is None and fold is not None and fold < 0:
                 message = f"fold must be an integer >= 0, got {fold}"
@@ -654,7 +644,7 @@ class PropertiesKind(Kind):
                 row: dict[str, Any] = {"case_id": case.case_id, "split": case.split, "fold": folds[i]}
                 for j, name in enumerate(names):
                     row[f"predicted:{name}"] = float(P[i, j, s])
-                    row[f"actual:{name}"] = _num(T[i, j])
+                    row[f"actual:{name}"] = finite_or_none(T[i, j])
                 case_rows.append(row)
             out[key] = Result(metrics=metrics[s], cases=case_rows, provisional=not truth.final)
         return out
@@ -687,7 +677,7 @@ def _split_metrics(T: np.ndarray, P: np.ndarray, props: list[dict[str, Any]],
         else:
             rho = np.full(m, np.nan)
         for s in range(m):
-            spear[s][f"spearman:{p['name']}"] = _num(rho[s])
+            spear[s][f"spearman:{p['name']}"] = finite_or_none(rho[s])
         if p["recall"]:
             if t.size >= 1 and _recall_defined(t.size, cfg):
                 rec = np.asarray(top_fraction_recall(t, pred, cfg["recall_fraction"], p["higher_is_better"], cfg["recall_k"]))
@@ -696,12 +686,12 @@ def _split_metrics(T: np.ndarray, P: np.ndarray, props: list[dict[str, Any]],
             else:  # nothing measured, or (recall_k floor) fewer than 1 / fraction cases: no top to find
                 rec = np.full(m, np.nan)
             for s in range(m):
-                recs[s][f"recall:{p['name']}"] = _num(rec[s])
+                recs[s][f"recall:{p['name']}"] = finite_or_none(rec[s])
     mean_s = spear_sum / spear_count if spear_count else np.full(m, np.nan)
     mean_r = rec_sum / rec_count if rec_count else np.full(m, np.nan)
     out = []
     for s in range(m):
-        sp, rc = _num(mean_s[s]), _num(mean_r[s])
+        sp, rc = finite_or_none(mean_s[s]), finite_or_none(mean_r[s])
         parts = [(w["spearman"], sp), (w["recall"], rc)]
         score = None if any(wt > 0 and v is None for wt, v in parts) else sum(wt * v for wt, v in parts if wt > 0)
         out.append({"score": score, "spearman": sp, "recall": rc, **spear[s], **recs[s]})
@@ -753,7 +743,3 @@ def _truth_value(v: Any) -> float:
         return math.nan
     return float(v)
 
-
-def _num(v: Any) -> float | None:
-    v = float(v)
-    return v if math.isfinite(v) else None

@@ -12,7 +12,7 @@ import numpy as np
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds.base import Case, CaseSet
-from scoring.kinds.properties.config import DEV, FOLD, ID, MAX_CELL_CHARS, MAX_LISTED_MISSING
+from scoring.kinds.properties.config import BUNDLE_ID, DEV, FOLD, ID, MAX_CELL_CHARS, MAX_LISTED_MISSING
 
 # ---------------------------------------------------------------------------
 # the parsed submission
@@ -180,7 +180,7 @@ class _RowChecker:
                     more = f" (did you mean {hint!r}?)" if hint else ""
                     errs.add(f"unknown sequence_id {_show(sid)}{more}", row, ID)
                 elif self.first_row[idx]:
-                    errs.add(f"duplicate sequence_id {sid!r} (first seen in row {self.first_row[idx]})", row, ID)
+                    errs.add(BUNDLE_ID.duplicate_message(sid, int(self.first_row[idx])), row, ID)
                     idx = None
                 else:
                     self.first_row[idx] = row

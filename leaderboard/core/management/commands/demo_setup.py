@@ -6,7 +6,6 @@ GDPa1 and CapitalBench's official rounds, with their licences); the other kinds'
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import json
 
 from django.conf import settings
@@ -27,12 +26,8 @@ from leaderboard.core.services.round_engine import (
 )
 from leaderboard.core.services.submissions import submission_score
 from leaderboard.core.services.uploads import submission_create
+from leaderboard.demo import demo_modules
 
-DEMO_MODULES = ("properties", "impact")
-# Round kinds: a demo module with DemoRound and baselines; rounds are opened, submitted to and scored here.
-ROUND_DEMO_MODULES = ("signals", "ranking")
-# Round kinds whose demo module replays published rounds (portfolio); see _published_rounds_demo.
-PUBLISHED_ROUND_DEMO_MODULES = ("portfolio",)
 DEMO_PASSWORD = "demo-password"
 DEMO_USERS = [
     # (username, staff)
@@ -57,11 +52,9 @@ class Command(BaseCommand):
             entrant_default(user)
         baseline_owner, _ = User.objects.get_or_create(username="baselines")
         root = settings.DATA_DIR / "demo"
-        for name in DEMO_MODULES:
-            try:
-                module = importlib.import_module(f"leaderboard.demo.{name}")
-            except ModuleNotFoundError:
-                continue
+        # Every module of leaderboard/demo that declares DEMO, as scoring.kinds finds kinds.
+        for module in demo_modules("bundle"):
+            name = module.__name__.rpartition(".")[2]
             directory = root / name
             directory.mkdir(parents=True, exist_ok=True)
             module.write_bundle(directory)
@@ -85,18 +78,11 @@ class Command(BaseCommand):
             own = getattr(module, "composition_submission", None)
             self._submit(alice, benchmark, own(directory) if own else list(baselines.values())[-1], None)
             self.stdout.write(f"  baselines scored on {benchmark.slug}")
-        for name in ROUND_DEMO_MODULES:
-            try:
-                module = importlib.import_module(f"leaderboard.demo.{name}")
-            except ModuleNotFoundError:
-                continue
-            self._round_demo(module, root / name)
-        for name in PUBLISHED_ROUND_DEMO_MODULES:
-            try:
-                module = importlib.import_module(f"leaderboard.demo.{name}")
-            except ModuleNotFoundError:
-                continue
-            self._published_rounds_demo(module, root / name)
+        # Round kinds: generated rounds are opened, submitted to and scored here; published ones replayed.
+        for module in demo_modules("rounds"):
+            self._round_demo(module, root / module.__name__.rpartition(".")[2])
+        for module in demo_modules("published_rounds"):
+            self._published_rounds_demo(module, root / module.__name__.rpartition(".")[2])
 
     def _round_demo(self, module, directory) -> None:
         """Resolved rounds (standings), one resolving through daily snapshots, one open round.
