@@ -87,7 +87,7 @@ def test_api_my_submissions_page_like_the_boards_with_previous_and_a_link_header
     assert body["count"] == 5 and body["page"] == 1 and body["page_size"] == 2 and body["previous"] is None
     assert [s["id"] for s in body["rows"]] == newest_first[:2]
     assert body["next"] == f"http://testserver{_url(mini_benchmark)}?page=2&page_size=2"
-    links = dict((rel, url) for url, rel in re.findall(r'<([^>]+)>; rel="(\w+)"', first["Link"]))
+    links = {rel: url for url, rel in re.findall(r'<([^>]+)>; rel="(\w+)"', first["Link"])}
     assert links == {"first": f"http://testserver{_url(mini_benchmark)}?page=1&page_size=2",
                      "next": body["next"], "last": f"http://testserver{_url(mini_benchmark)}?page=3&page_size=2"}
     middle = owner.get(body["next"]).json()
