@@ -382,3 +382,18 @@ class InviteSerializer(serializers.Serializer):
 class InviteDeclinedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.ChoiceField(choices=["declined"])
+
+
+class MeTeamSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    benchmark = serializers.SlugField()
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    is_staff = serializers.BooleanField()
+    can_upload = serializers.BooleanField(help_text="False until the account's email address is verified")
+    upload_refusal = serializers.CharField(allow_null=True, help_text="why not, when it may not upload")
+    entrants = serializers.ListField(child=serializers.CharField(), help_text="the account's own entrants")
+    teams = MeTeamSerializer(many=True, help_text="the teams it is in, one per benchmark at most")

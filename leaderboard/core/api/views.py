@@ -20,8 +20,9 @@ from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.parsers import CheckedJSONParser
 from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
-from leaderboard.core.models import Benchmark, Submission
+from leaderboard.core.models import Benchmark, Entrant, Submission, TeamMembership
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
+from leaderboard.core.services.accounts import upload_refusal
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.idempotency import idempotency_key_check
 from leaderboard.core.services.predictions import UPLOAD_BODY_KEYS, predictions_source
@@ -92,6 +93,25 @@ def round_submission_dict(request, sub: Submission, *, history: list[dict] | Non
         "note": own_note(request, sub), "is_selected": False, "created_at": sub.received_at, "started_at": sub.started_at,
         "scored_at": sub.scored_at, "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
     }
+
+
+class Me(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=s.MeSerializer, summary="Who the token belongs to: username, whether it may upload, "
+                                                     "its entrants and teams")
+    def get(self, request):
+        user = request.user
+        refusal = upload_refusal(user)
+        return Response({
+            "username": user.username, "is_staff": user.is_staff, "can_upload": refusal is None,
+            "upload_refusal": refusal,
+            "entrants": list(Entrant.objects.filter(owner=user, team__isnull=True).order_by("created_at", "id")
+                             .values_list("name", flat=True)),
+            "teams": [{"id": m.team_id, "name": m.team.entrant.name, "benchmark": m.benchmark.slug}
+                      for m in TeamMembership.objects.filter(user=user).select_related("team__entrant", "benchmark")
+                      .order_by("benchmark__slug", "id")],
+        })
 
 
 class BenchmarkList(APIView):
