@@ -470,7 +470,7 @@ def cmd_whoami(client: Client, args: argparse.Namespace, out) -> int:
         return EXIT_OK
     out.write(f"{me.username} on {client.url}{' (staff)' if me.is_staff else ''}\n")
     out.write(f"token from: {creds.token_from}\n")
-    out.write(f"entrants: {', '.join(me.entrants) or '(none yet)'}\n")
+    out.write(f"entrants: {', '.join(me.entrants) or f'(none yet: your first upload makes one named {me.username})'}\n")
     for team in me.teams:
         out.write(f"team: {team.get('name')} on {team.get('benchmark')} (id {team.get('id')})\n")
     out.write("may upload: yes\n" if me.can_upload else f"may upload: no: {me.upload_refusal}\n")
