@@ -14,21 +14,12 @@ import pytest
 
 from leaderboard.core.models import Submission
 from leaderboard.core.services.benchmarks import benchmark_load_bundle
-from tests.client import test_live
-from tests.client.test_live import SLUG, _fresh, _lb
+from tests.client.livesite import SLUG, _fresh
+from tests.client.test_live import _lb
 from tests.conftest import MINI_ROWS
 from tests.support.impact import DEV_PREDICTIONS, write_impact_bundle
 
 pytestmark = [pytest.mark.worker]
-
-# test_live's server, worker and site, for this module too (its fixtures, registered here by these names).
-live, site = test_live.live, test_live.site
-
-
-@pytest.fixture
-def live_site(request):
-    """``site`` under a name no test's local variable shadows."""
-    return request.getfixturevalue("site")
 
 
 def _no_env(site: SimpleNamespace) -> dict:
@@ -36,8 +27,7 @@ def _no_env(site: SimpleNamespace) -> dict:
     return {"LEADERBOARD_URL": "", "LEADERBOARD_TOKEN": "", "LEADERBOARD_CONFIG": str(site.dir / "lb" / "config.json")}
 
 
-def test_live_lb_login_whoami_and_the_environment_winning(live_site, venv_run):
-    site = live_site
+def test_live_lb_login_whoami_and_the_environment_winning(site, venv_run):
     env = _no_env(site)
     before = _lb(venv_run, site, "whoami", env=env)
     assert before.code == 2 and "lb login" in before.err
@@ -68,8 +58,7 @@ def test_live_lb_login_whoami_and_the_environment_winning(live_site, venv_run):
     assert _lb(venv_run, site, "whoami", env=env).code == 8  # the address is kept, the token gone
 
 
-def test_live_lb_submit_with_a_note_submissions_and_select(live_site, venv_run):
-    site = live_site
+def test_live_lb_submit_with_a_note_submissions_and_select(site, venv_run):
     first = _lb(venv_run, site, "submit", SLUG, site.good, "-m", "baseline: the truth itself", "--wait",
                 "--interval", "0.2")
     assert first.code == 0, first.err
@@ -103,8 +92,7 @@ def test_live_lb_submit_with_a_note_submissions_and_select(live_site, venv_run):
     assert _lb(venv_run, site, "select", "987654321").code == 5
 
 
-def test_live_lb_download_every_file_and_verify(live_site, venv_run, tmp_path):
-    site = live_site
+def test_live_lb_download_every_file_and_verify(site, venv_run, tmp_path):
     benchmark_load_bundle(write_impact_bundle(tmp_path / "impact", slug="live-impact"))
     cases = _lb(venv_run, site, "download", SLUG, "cases")
     assert cases.code == 0, cases.err
@@ -138,16 +126,14 @@ def test_live_lb_download_every_file_and_verify(live_site, venv_run, tmp_path):
     assert not Submission.objects.exists()
 
 
-def test_live_lb_benchmarks_json_names_the_open_round_and_no_version_warning(live_site, venv_run):
-    site = live_site
+def test_live_lb_benchmarks_json_names_the_open_round_and_no_version_warning(site, venv_run):
     listed = _lb(venv_run, site, "benchmarks", "--format", "json")
     assert listed.code == 0 and listed.err == ""  # the server supports this client: no warning
     assert [(b["slug"], b["open_round"]) for b in json.loads(listed.out)] == [(SLUG, 1)]
 
 
-def test_live_lb_shell_completion(live_site, venv_run, tmp_path):
+def test_live_lb_shell_completion(site, venv_run, tmp_path):
     """argcomplete answers the shell's completion request (as the registered bash hook sends it)."""
-    site = live_site
     answer = tmp_path / "completions.txt"
 
     def complete(line: str) -> list[str]:
@@ -161,10 +147,9 @@ def test_live_lb_shell_completion(live_site, venv_run, tmp_path):
     assert complete("lb download x ") == ["cases", "example", "training", "universe"]
 
 
-def test_live_python_api_dataframes_in_this_process(live_site):
+def test_live_python_api_dataframes_in_this_process(site):
     """pandas is optional for the client; where it is installed (here), boards, submissions and universes
     come out as DataFrames."""
-    site = live_site
     pytest.importorskip("pandas")
     from leaderboard_client import Client
 
