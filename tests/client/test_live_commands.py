@@ -144,7 +144,9 @@ def test_live_lb_shell_completion(site, venv_run, tmp_path):
         return sorted(answer.read_text().split())
 
     assert complete("lb sub") == ["submissions", "submit"]
-    assert complete("lb download x ") == ["cases", "example", "training", "universe"]
+    assert [c for c in complete("lb download x ") if not c.startswith("-")] == ["cases", "example", "training",
+                                                                              "universe"]
+    assert complete("lb submit x f.csv --no") == ["--note"]
 
 
 def test_live_python_api_dataframes_in_this_process(site):
