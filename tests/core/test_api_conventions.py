@@ -155,3 +155,28 @@ def test_api_answers_carry_the_oldest_client_they_serve(mini_benchmark, client, 
 def test_api_note_that_is_not_plain_text_is_refused(mini_benchmark, api_for, note):
     resp = api_for("owner").post(_url(mini_benchmark), {"predictions": JSON_ROWS, "note": note}, format="json")
     assert resp.status_code == 400 and resp.json()["errors"][0]["column"] == "note"
+
+
+def test_api_note_on_a_portfolio_json_body_and_a_round_submission(tmp_path, api_for):
+    from leaderboard.core.services.round_engine import round_open
+    from tests.support.portfolio import portfolio, portfolio_benchmark, universe_csv
+
+    benchmark = portfolio_benchmark(tmp_path)
+    round_open(benchmark=benchmark, data=universe_csv({"ALPHA": 100.0, "SP500": 5000.0}), filename="u.csv",
+               track="weekly")
+    owner = api_for("owner")
+    resp = owner.post(_url(benchmark), {**portfolio({"ALPHA": 60, "CASH": 40}), "note": "sixty-forty"},
+                      format="json")
+    assert resp.status_code == 202, resp.json()
+    shown = owner.get(f"/api/submissions/{resp.json()['id']}/").json()
+    assert shown["status"] == "accepted" and shown["note"] == "sixty-forty"
+    assert owner.get(_url(benchmark)).json()["rows"][0]["note"] == "sixty-forty"
+
+
+def test_api_me_says_who_the_token_belongs_to(mini_benchmark, users, api_for):
+    team = team_create(user=users["owner"], benchmark=mini_benchmark, name="Two")
+    me = api_for("owner").get("/api/me/").json()
+    assert me["username"] == "owner" and me["is_staff"] is False and me["can_upload"] is True
+    assert me["teams"] == [{"id": team.pk, "name": "Two", "benchmark": mini_benchmark.slug}]
+    assert api_for("organiser").get("/api/me/").json()["is_staff"] is True
+    assert api_for("owner").__class__().get("/api/me/").status_code == 401
