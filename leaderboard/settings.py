@@ -75,6 +75,9 @@ MIDDLEWARE = [
     # /healthz, /readyz and /metrics, before the host check, the HTTPS redirect and anything
     # that needs the database (leaderboard/core/probes.py).
     "leaderboard.core.probes.ProbesMiddleware",
+    # The API throttles' RateLimit-* headers (leaderboard/core/throttles.py notes them on the request)
+    # and X-Min-Client-Version on every /api/ answer.
+    "leaderboard.core.middleware.ApiHeadersMiddleware",
     # Every /api/ answer is JSON, a 404 for a path no route matches and a 405 included.
     "leaderboard.core.middleware.ApiJsonErrorsMiddleware",
     # A database that cannot be reached answers 503 with Retry-After, not 500 (leaderboard/core/outage.py).
@@ -237,6 +240,10 @@ REST_FRAMEWORK = {
     # ?format=csv is ours (case downloads), not a renderer override.
     "URL_FORMAT_OVERRIDE": None,
 }
+
+# The oldest leaderboard-client this API serves as documented: every /api/ answer says it in
+# X-Min-Client-Version, and an older client warns its user to upgrade (docs/api.md, docs/client.md).
+MIN_CLIENT_VERSION = os.environ.get("MIN_CLIENT_VERSION", "0.1.0")
 
 SPECTACULAR_SETTINGS = {
     "TITLE": f"{SITE_NAME} API",

@@ -1,15 +1,24 @@
 from typing import cast
 
 from django import forms
+from django.core import validators
 
 
 class SubmitForm(forms.Form):
     file = forms.FileField(help_text="The submission file.")
     entrant = forms.ChoiceField(required=False)
+    note = forms.CharField(required=False, label="Note (only you see it)", widget=forms.Textarea(attrs={"rows": 2}))
 
-    def __init__(self, *args, entrants=(), **kwargs):
+    def __init__(self, *args, entrants=(), note_max_chars: int, **kwargs):
+        """``note_max_chars``: the model's cap (``models.NOTE_MAX_CHARS``), which this layer may not import."""
         super().__init__(*args, **kwargs)
         cast(forms.ChoiceField, self.fields["entrant"]).choices = [(e.pk, e.name) for e in entrants]
+        note = cast(forms.CharField, self.fields["note"])
+        note.max_length = note_max_chars
+        note.validators.append(validators.MaxLengthValidator(note_max_chars))
+        note.widget.attrs["maxlength"] = str(note_max_chars)
+        note.help_text = (f"What this upload is, in your words, at most {note_max_chars:,} characters: shown on "
+                          "your pages and in the API to you alone.")
 
 
 class TokenForm(forms.Form):

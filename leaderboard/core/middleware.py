@@ -124,3 +124,25 @@ class ContentSecurityPolicyMiddleware:
         if self.policy and "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = self.policy
         return response
+
+
+class ApiHeadersMiddleware:
+    """``RateLimit-Limit``, ``RateLimit-Remaining`` and ``RateLimit-Reset`` (seconds) on every answer a
+    throttle counted (the IETF draft's names), from what it noted (``throttles.ratelimit_note``); and
+    ``X-Min-Client-Version`` (settings ``MIN_CLIENT_VERSION``) on every /api/ answer, for the client's
+    version handshake."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        noted = getattr(request, "ratelimit", None)
+        if noted is not None:
+            limit, remaining, reset = noted
+            response["RateLimit-Limit"] = str(limit)
+            response["RateLimit-Remaining"] = str(remaining)
+            response["RateLimit-Reset"] = str(reset)
+        if _is_api(request):
+            response["X-Min-Client-Version"] = settings.MIN_CLIENT_VERSION
+        return response

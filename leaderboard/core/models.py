@@ -19,6 +19,9 @@ from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+# The longest ``Submission.note`` an upload may carry, in characters.
+NOTE_MAX_CHARS = 1000
+
 
 class Benchmark(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
@@ -295,6 +298,8 @@ class Submission(models.Model):
     idempotency_key = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
     # SHA-256 of what the keyed request asked for, so the same key with another body is refused.
     idempotency_fingerprint = models.CharField(max_length=64, blank=True)
+    # The uploader's own words about this upload (``note``): shown to the account that uploaded it, no one else.
+    note = models.CharField(max_length=NOTE_MAX_CHARS, blank=True, default="")
     received_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)

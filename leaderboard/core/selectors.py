@@ -490,6 +490,44 @@ def submissions_for(user, *, benchmark: Benchmark | None = None):
     return qs
 
 
+@dataclass
+class ListedSubmission:
+    """A row of ``submissions_page``: the submission with what its JSON shows, read for the whole page at once.
+
+    ``scores`` (static kinds: split -> metric -> value, under ``submission_scores``'s rule) or
+    ``history`` (round kinds: ``submission_round_scores``)."""
+
+    submission: Submission
+    scores: dict[str, dict[str, float | None]]
+    history: list[dict]
+
+
+def submissions_page(user, *, benchmark: Benchmark, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+    """A page of the user's (and their teams') submissions to ``benchmark``, newest first: ``rows`` are
+    ``ListedSubmission``. Three queries whatever the page size: the count, the page, and its scores."""
+    qs = submissions_for(user, benchmark=benchmark).select_related("truth_version")
+    count = qs.count()
+    subs = list(qs[(page - 1) * page_size:page * page_size])
+    ids = [s.pk for s in subs]
+    history: dict[int, list[dict]] = defaultdict(list)
+    raw: dict[int, dict[str, dict[str, float | None]]] = defaultdict(lambda: defaultdict(dict))
+    if not ids:
+        pass
+    elif benchmark.kind_impl.is_round_kind:
+        for sub_id, v, as_of, final, metrics in (
+                RoundScore.objects.filter(submission_id__in=ids).order_by("submission_id", "truth_version__version", "id")
+                .values_list("submission_id", "truth_version__version", "truth_version__as_of",
+                             "truth_version__is_final", "metrics")):
+            history[sub_id].append({"version": v, "as_of": as_of, "interim": not final, "metrics": metrics})
+    else:
+        for sub_id, split, metric, value in (Score.objects.filter(submission_id__in=ids)
+                                             .values_list("submission_id", "split", "metric", "value")):
+            raw[sub_id][split][metric] = value
+    rows = [ListedSubmission(s, _scores_shown(s, {k: dict(v) for k, v in raw[s.pk].items()}, user) if s.pk in raw
+                             else {}, history.get(s.pk, [])) for s in subs]
+    return BoardPage(rows=rows, count=count, page=page, page_size=page_size)
+
+
 def submissions_headline(submissions, *, viewer=None) -> dict[int, float | None]:
     """Public ranking-metric value per submission id, in one query, under ``submission_scores``'s rule
     (a score over fewer cases than the leaderboard's minimum is withheld while the truth is hidden)."""

@@ -4,7 +4,37 @@ All key on the client address DRF's ``get_ident`` returns, which reads
 X-Forwarded-For only behind ``TRUSTED_PROXY_COUNT`` proxies of ours
 (settings ``NUM_PROXIES``), so a client cannot pick a new address per request.
 """
-from rest_framework.throttling import SimpleRateThrottle
+import math
+
+from rest_framework.throttling import ScopedRateThrottle, SimpleRateThrottle
+
+
+def ratelimit_note(request, *, limit: int, remaining: int, reset_seconds: int) -> None:
+    """Leave a throttle's verdict on the request for ``RateLimitHeadersMiddleware`` (``RateLimit-Limit``,
+    ``-Remaining``, ``-Reset``). With several throttles on one request, the one with the fewest left is told."""
+    http_request = getattr(request, "_request", request)  # DRF's Request wraps the one middleware sees
+    previous = getattr(http_request, "ratelimit", None)
+    if previous is None or remaining < previous[1]:
+        http_request.ratelimit = (limit, remaining, reset_seconds)
+
+
+class RateLimitHeadersMixin:
+    """For a ``SimpleRateThrottle``: after deciding, note the limit, what is left and when the oldest
+    counted request leaves the window, from the history the throttle has just read (no cache call more)."""
+
+    def allow_request(self, request, view):
+        allowed = super().allow_request(request, view)  # type: ignore[misc]  # a mixin of SimpleRateThrottle
+        history = getattr(self, "history", None)  # unset when the throttle does not apply (no rate, no key)
+        if history is not None:
+            reset = math.ceil(history[-1] + self.duration - self.now) if history else 0  # type: ignore[attr-defined]
+            ratelimit_note(request, limit=self.num_requests,  # type: ignore[attr-defined]
+                           remaining=max(0, self.num_requests - len(history)),  # type: ignore[attr-defined]
+                           reset_seconds=max(0, reset))
+        return allowed
+
+
+class ScopedHeadersThrottle(RateLimitHeadersMixin, ScopedRateThrottle):
+    """DRF's scoped throttle (the view's ``throttle_scope``: upload, verify) with the RateLimit headers."""
 
 
 class _AddressThrottle(SimpleRateThrottle):
@@ -24,7 +54,7 @@ class SignupThrottle(_AddressThrottle):
     scope = "signup"
 
 
-class VisitorRateThrottle(SimpleRateThrottle):
+class VisitorRateThrottle(RateLimitHeadersMixin, SimpleRateThrottle):
     """DRF's ``anon`` and ``user`` throttles as one: a signed-in user is counted per account at
     the ``user`` rate, anyone else per address at the ``anon`` rate.
 

@@ -27,7 +27,7 @@ from leaderboard.core import presentation, selectors
 from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import AccountDeleteForm, EntrantForm, InviteForm, SubmitForm, TeamForm, TokenForm
-from leaderboard.core.models import ApiToken, Benchmark, Entrant, Submission, Team, TeamInvite
+from leaderboard.core.models import NOTE_MAX_CHARS, ApiToken, Benchmark, Entrant, Submission, Team, TeamInvite
 from leaderboard.core.outage import is_database_outage, outage_response
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.services.accounts import account_delete, upload_refusal
@@ -341,7 +341,7 @@ def submit(request, slug):
     team = team_of(request.user, b)
     entrants = ([] if team else
                 list(Entrant.objects.filter(owner=request.user, team__isnull=True).order_by("created_at", "id")))
-    form = SubmitForm(request.POST or None, request.FILES or None, entrants=entrants)
+    form = SubmitForm(request.POST or None, request.FILES or None, entrants=entrants, note_max_chars=NOTE_MAX_CHARS)
     errors, status, retry_after, limit, closed = [], 200, None, None, submissions_refusal(b)
     unverified = upload_refusal(request.user)
     if request.method == "POST" and unverified:
@@ -353,7 +353,8 @@ def submit(request, slug):
         try:
             source = predictions_source(benchmark=b, upload=upload)
             accepted = submission_create(user=request.user, benchmark=b, **source.as_kwargs(),
-                                         entrant=form.cleaned_data.get("entrant") or None)
+                                         entrant=form.cleaned_data.get("entrant") or None,
+                                         note=form.cleaned_data.get("note", ""))
         except SubmissionRejected as exc:
             status = exc.status
             if exc.status == 409:  # the round closed meanwhile, or the team changed

@@ -20,6 +20,7 @@ CLIENT = ROOT / "client"
 sys.path.insert(0, str(CLIENT / "src"))
 
 from tests.client.fakes import FakeServer  # noqa: E402
+from tests.client.livesite import live, site  # noqa: E402, F401  (fixtures: the live server and its benchmark)
 from tests.support.venv import cached_venv, clean_env  # noqa: E402
 
 

@@ -90,7 +90,7 @@ def test_a_member_uploads_as_the_team_and_every_member_sees_and_selects(api_for,
         _upload(users["member"], mini_benchmark, entrant="member")
     assert err.value.status == 409 and "in team Ab Initio" in err.value.errors[0].message
     owner = api_for("owner")
-    listed = owner.get("/api/benchmarks/mini-props/submissions/").json()
+    listed = owner.get("/api/benchmarks/mini-props/submissions/").json()["rows"]
     assert [(s["id"], s["entrant"], s["uploaded_by"]) for s in listed] == [(sub.pk, "Ab Initio", "member")]
     assert owner.get(f"/api/submissions/{sub.pk}/").status_code == 200
     assert owner.post(f"/api/submissions/{sub.pk}/select/").status_code == 200

@@ -1,4 +1,6 @@
-"""``lb``: the leaderboard from a shell. Reads LEADERBOARD_URL and LEADERBOARD_TOKEN.
+# PYTHON_ARGCOMPLETE_OK
+"""``lb``: the leaderboard from a shell. Reads LEADERBOARD_URL and LEADERBOARD_TOKEN, then what
+``lb login`` saved (the environment wins). Every command takes ``--format json``.
 
 Exit codes (stable; scripts may rely on them):
 
@@ -19,14 +21,18 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import getpass
+import io
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from leaderboard_client import __version__
-from leaderboard_client.client import Client
+from leaderboard_client.client import DOWNLOADS, Client
+from leaderboard_client.config import config_path, config_read, config_write, credentials, normalise_url
 from leaderboard_client.errors import (
     ApiError,
     AuthenticationFailed,
@@ -36,6 +42,7 @@ from leaderboard_client.errors import (
     NetworkError,
     NoOpenRound,
     NotFound,
+    OutdatedClientWarning,
     PermissionDenied,
     RateLimited,
     ServerError,
@@ -121,13 +128,14 @@ def cmd_benchmarks(client: Client, args: argparse.Namespace, out) -> int:
     summaries = client.benchmarks()
     rows, raw = [], []
     for b in summaries:
-        current = b.current_round
-        if "current_round" not in b.raw:  # the list does not carry it: ask each benchmark
+        if "open_round" in b.raw:  # one request for the whole list
+            number = b.open_round
+        else:  # a server from before the list said it: ask each benchmark
             try:
                 current = client.benchmark(b.slug).current_round
             except ApiError:
                 current = None
-        number = current.number if current is not None and current.status == "open" else None
+            number = current.number if current is not None and current.status == "open" else None
         rows.append([b.slug, b.kind, b.title, number])
         raw.append({**b.raw, "open_round": number})
     _emit(["slug", "kind", "title", "open round"], rows, raw, args.format, out)
@@ -151,6 +159,8 @@ def _print_submission(sub: Submission, out) -> None:
     if sub.status_reason:
         print(f"reason: {sub.status_reason}", file=out)
     print(f"audit_hash: {sub.audit_hash}", file=out)
+    if sub.note:
+        print(f"note: {sub.note}", file=out)
     if sub.counted is not None:
         print(f"counted: {_fmt(sub.counted)}", file=out)
     if sub.as_of is not None:
@@ -220,7 +230,7 @@ def cmd_submit(client: Client, args: argparse.Namespace, out) -> int:
             raise UsageError(f"no such file: {args.file}")
         predictions = args.file
     receipt = client.submit(args.slug, predictions, entrant=args.entrant, round=args.round,
-                            idempotency_key=args.idempotency_key)
+                            idempotency_key=args.idempotency_key, note=args.note)
     if args.format == "json" and not args.wait:
         json.dump({**receipt.raw, "replayed": receipt.replayed}, out, indent=2)
         out.write("\n")
@@ -275,6 +285,21 @@ def cmd_leaderboard(client: Client, args: argparse.Namespace, out) -> int:
     return EXIT_OK
 
 
+def _json_out(data: Any, out) -> None:
+    json.dump(data, out, indent=2, default=str)
+    out.write("\n")
+
+
+def _write_stdout(data: bytes, out) -> None:
+    out.flush()
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        out.write(data.decode("utf-8"))
+
+
 def cmd_universe(client: Client, args: argparse.Namespace, out) -> int:
     number = args.round if args.round is not None else client.open_round(args.slug).number
     data = client.universe(args.slug, number)
@@ -282,14 +307,173 @@ def cmd_universe(client: Client, args: argparse.Namespace, out) -> int:
         with open(args.output, "wb") as fh:
             fh.write(data)
         _err(f"wrote round {number}'s universe of {args.slug} to {args.output} ({len(data):,} bytes)")
+        if args.format == "json":
+            _json_out({"benchmark": args.slug, "round": number, "path": args.output, "bytes": len(data)}, out)
+    elif args.format == "json":
+        _json_out(list(csv.DictReader(io.StringIO(data.decode("utf-8")))), out)
     else:
-        out.flush()
-        buffer = getattr(out, "buffer", None)
-        if buffer is not None:
-            buffer.write(data)
-            buffer.flush()
+        _write_stdout(data, out)
+    return EXIT_OK
+
+
+LARGE_DOWNLOAD = 1 << 20  # bytes: a bar for files from 1 MiB
+
+
+class BytesProgress:
+    """A download's progress bar on stderr, drawn only on a terminal and only for large files."""
+
+    def __init__(self, label: str, stream=None, *, width: int = 30):
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.width = width
+        self.drawn = False
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if not self.tty or (total or done) < LARGE_DOWNLOAD:
+            return
+        if total:
+            filled = int(self.width * done / total)
+            bar = "#" * filled + "-" * (self.width - filled)
+            text = f"{self.label} [{bar}] {100 * done / total:3.0f}% {done / 1e6:.1f}/{total / 1e6:.1f} MB"
         else:
-            out.write(data.decode("utf-8"))
+            text = f"{self.label} {done / 1e6:.1f} MB"
+        self.stream.write("\r" + text)
+        self.stream.flush()
+        self.drawn = True
+
+    def done(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def cmd_download(client: Client, args: argparse.Namespace, out) -> int:
+    progress = BytesProgress(f"{args.slug} {args.what}")
+    try:
+        if args.output and args.output != "-":
+            size = client.download(args.slug, args.what, args.output, round=args.round, progress=progress)
+        elif args.format == "json":
+            data = client.download_bytes(args.slug, args.what, round=args.round)
+            text = data.decode("utf-8")
+            _json_out(json.loads(text) if args.what == "example" and text.lstrip()[:1] in "{[" else
+                      list(csv.DictReader(io.StringIO(text))), out)
+            return EXIT_OK
+        else:
+            out.flush()
+            sink = getattr(out, "buffer", None)
+            if sink is None:
+                data = client.download_bytes(args.slug, args.what, round=args.round)
+                out.write(data.decode("utf-8"))
+                return EXIT_OK
+            size = client.download(args.slug, args.what, sink, round=args.round, progress=progress)
+            sink.flush()
+            return EXIT_OK
+    finally:
+        progress.done()
+    _err(f"wrote {args.slug}'s {args.what} to {args.output} ({size:,} bytes)")
+    if args.format == "json":
+        _json_out({"benchmark": args.slug, "what": args.what, "path": args.output, "bytes": size}, out)
+    return EXIT_OK
+
+
+def cmd_submissions(client: Client, args: argparse.Namespace, out) -> int:
+    if args.page is not None:
+        page = client.submissions_page(args.slug, page=args.page, page_size=args.page_size)
+        subs, count = page.rows, page.count
+    else:
+        subs = list(client.iter_submissions(args.slug, page_size=args.page_size or 1000))
+        count = len(subs)
+    if args.format == "json":
+        _json_out([s.raw for s in subs], out)
+        return EXIT_OK
+    metric = client.benchmark(args.slug).ranking_metric if subs else ""
+    splits: list[str] = []
+    for sub in subs:
+        splits.extend(split for split in sub.scores if split not in splits)
+    columns = ["id", "received", "entrant", "status", *[f"{split} {metric}" for split in splits], "final", "note"]
+    rows = [[s.id, s.created_at, s.entrant, s.status, *[s.scores.get(split, {}).get(metric) for split in splits],
+             "selected" if s.is_selected else ("counted" if s.counted else ""), s.note or ""] for s in subs]
+    _emit(columns, rows, [s.raw for s in subs], args.format, out)
+    if args.format == "table" and args.page is not None and count > len(subs):
+        _err(f"page {args.page}: {len(subs)} of {count} submissions (--page N for another, or leave --page out "
+             "for all)")
+    return EXIT_OK
+
+
+def cmd_select(client: Client, args: argparse.Namespace, out) -> int:
+    sub = client.select(args.id)
+    if args.format == "json":
+        _json_out(sub.raw, out)
+    else:
+        out.write(f"selected submission {sub.id} as {sub.entrant}'s final submission on {sub.benchmark}: the "
+                  "private leaderboard ranks it\n")
+    return EXIT_OK
+
+
+def cmd_verify(client: Client, args: argparse.Namespace, out) -> int:
+    if not os.path.isfile(args.file):
+        raise UsageError(f"no such file: {args.file}")
+    result = client.verify(args.slug, args.file)
+    if args.format == "json":
+        _json_out(result.raw, out)
+        return EXIT_OK
+    out.write("dry run: nothing was saved and nothing counted against your daily limit\n")
+    width = max((len(k) for k in result.metrics), default=0)
+    for name, value in result.metrics.items():
+        out.write(f"  {name:<{width}}  {_fmt(value)}\n")
+    out.write(f"{len(result.results)} case{'s' if len(result.results) != 1 else ''} scored "
+              "(--format json shows each one)\n")
+    return EXIT_OK
+
+
+def cmd_login(client: Client | None, args: argparse.Namespace, out) -> int:
+    token = args.login_token or args.token or os.environ.get("LEADERBOARD_TOKEN")
+    if not token:
+        if sys.stdin.isatty():
+            token = getpass.getpass("API token (from your profile page): ")
+        else:
+            token = sys.stdin.readline()
+        token = token.strip()
+    if not token:
+        raise UsageError("no token: pass --token, set LEADERBOARD_TOKEN or type it when asked")
+    assert args.resolved_url  # main() refuses to go on without one
+    with Client(args.resolved_url, token) as checked:
+        me = checked.me()  # an invalid token stops here (exit 8) and nothing is saved
+    path = config_write(url=args.resolved_url, token=token)
+    if args.format == "json":
+        _json_out({"url": args.resolved_url, "username": me.username, "config": str(path)}, out)
+    else:
+        out.write(f"logged in to {args.resolved_url} as {me.username}; saved to {path} (readable by you alone)\n")
+        if os.environ.get("LEADERBOARD_TOKEN") and os.environ["LEADERBOARD_TOKEN"] != token:
+            _err("LEADERBOARD_TOKEN is set and wins over the saved token while it is")
+    return EXIT_OK
+
+
+def cmd_logout(client: Client | None, args: argparse.Namespace, out) -> int:
+    saved = config_read()
+    path = config_path()
+    if saved.get("token"):
+        config_write(url=saved.get("url", ""), token=None)
+    if args.format == "json":
+        _json_out({"config": str(path), "removed": bool(saved.get("token"))}, out)
+    else:
+        out.write(f"removed the saved token from {path}\n" if saved.get("token") else f"no token saved in {path}\n")
+    return EXIT_OK
+
+
+def cmd_whoami(client: Client, args: argparse.Namespace, out) -> int:
+    me = client.me()
+    creds = client.credentials
+    if args.format == "json":
+        _json_out({**me.raw, "url": client.url, "url_from": creds.url_from, "token_from": creds.token_from}, out)
+        return EXIT_OK
+    out.write(f"{me.username} on {client.url}{' (staff)' if me.is_staff else ''}\n")
+    out.write(f"token from: {creds.token_from}\n")
+    out.write(f"entrants: {', '.join(me.entrants) or f'(none yet: your first upload makes one named {me.username})'}\n")
+    for team in me.teams:
+        out.write(f"team: {team.get('name')} on {team.get('benchmark')} (id {team.get('id')})\n")
+    out.write("may upload: yes\n" if me.can_upload else f"may upload: no: {me.upload_refusal}\n")
     return EXIT_OK
 
 
@@ -321,12 +505,18 @@ def cmd_team_show(client: Client, args: argparse.Namespace, out) -> int:
 
 def cmd_team_create(client: Client, args: argparse.Namespace, out) -> int:
     team = client.create_team(args.slug, args.name)
+    if args.format == "json":
+        _json_out(team.raw, out)
+        return EXIT_OK
     out.write(f"created team {team.id}: {team.name} on {team.benchmark}; your uploads there count for it\n")
     return EXIT_OK
 
 
 def cmd_team_invite(client: Client, args: argparse.Namespace, out) -> int:
     invite_id = client.invite(args.team_id, args.username)
+    if args.format == "json":
+        _json_out({"id": invite_id, "team": args.team_id, "username": args.username}, out)
+        return EXIT_OK
     out.write(f"invited {args.username} (invite {invite_id}); they answer with: lb team accept {invite_id}\n")
     return EXIT_OK
 
@@ -340,18 +530,27 @@ def cmd_team_invites(client: Client, args: argparse.Namespace, out) -> int:
 
 def cmd_team_accept(client: Client, args: argparse.Namespace, out) -> int:
     team = client.accept_invite(args.invite_id)
+    if args.format == "json":
+        _json_out(team.raw, out)
+        return EXIT_OK
     out.write(f"joined team {team.id}: {team.name} on {team.benchmark} ({', '.join(team.members)})\n")
     return EXIT_OK
 
 
 def cmd_team_decline(client: Client, args: argparse.Namespace, out) -> int:
     client.decline_invite(args.invite_id)
+    if args.format == "json":
+        _json_out({"id": args.invite_id, "status": "declined"}, out)
+        return EXIT_OK
     out.write(f"declined invite {args.invite_id}\n")
     return EXIT_OK
 
 
 def cmd_team_leave(client: Client, args: argparse.Namespace, out) -> int:
     team = client.leave_team(args.team_id)
+    if args.format == "json":
+        _json_out(team.raw, out)
+        return EXIT_OK
     out.write(f"left team {team.id}: {team.name}; your next uploads to {team.benchmark} are your own\n")
     return EXIT_OK
 
@@ -371,10 +570,12 @@ def add_team_parser(sub) -> None:
     p = team.add_parser("create", help="create a team on a benchmark; you are its first member")
     p.add_argument("slug")
     p.add_argument("name")
+    p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_team_create)
     p = team.add_parser("invite", help="invite a user to your team")
     p.add_argument("team_id", type=int)
     p.add_argument("username")
+    p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_team_invite)
     p = team.add_parser("invites", help="your pending invites")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
@@ -383,9 +584,11 @@ def add_team_parser(sub) -> None:
                                ("decline", cmd_team_decline, "decline the invite")):
         p = team.add_parser(action, help=what)
         p.add_argument("invite_id", type=int)
+        p.add_argument("--format", choices=["text", "json"], default="text")
         p.set_defaults(func=func)
     p = team.add_parser("leave", help="leave a team")
     p.add_argument("team_id", type=int)
+    p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_team_leave)
 
 
@@ -430,8 +633,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lb", description="The leaderboard server from a shell (LEADERBOARD_URL, LEADERBOARD_TOKEN).",
         epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", help="server address (default: $LEADERBOARD_URL)")
-    parser.add_argument("--token", help="API token (default: $LEADERBOARD_TOKEN)")
+    parser.add_argument("--url", help="server address (default: $LEADERBOARD_URL, then what lb login saved)")
+    parser.add_argument("--token", help="API token (default: $LEADERBOARD_TOKEN, then what lb login saved)")
     parser.add_argument("--version", action="version", version=f"lb {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -450,6 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--round", type=int, help="the round, when several are open")
     p.add_argument("--entrant", help="one of your entrants (default: your first)")
     p.add_argument("--wait", action="store_true", help="follow it to a final status and print the scores")
+    p.add_argument("-m", "--note", help="your words about this upload (at most 1,000 characters), shown to you alone")
     p.add_argument("--idempotency-key", metavar="KEY",
                    help="send this key (default: a new one per run); run again with the same key and file "
                         "after a lost answer, and the server returns the first upload instead of counting another")
@@ -475,23 +679,94 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("slug")
     p.add_argument("--round", type=int)
     p.add_argument("-o", "--output", help="write to this file (default: standard output)")
+    p.add_argument("--format", choices=["csv", "json"], default="csv",
+                   help="csv: the file as served; json: its rows (or, with -o, what was written)")
     p.set_defaults(func=cmd_universe)
+
+    p = sub.add_parser("download", help="download a benchmark's cases, training set, example file or universe")
+    p.add_argument("slug")
+    p.add_argument("what", choices=DOWNLOADS)
+    p.add_argument("--round", type=int, help="universe: that round's (default: the open round)")
+    p.add_argument("-o", "--output", help="write to this file (default: standard output); a bar shows the "
+                                          "progress of large files on a terminal")
+    p.add_argument("--format", choices=["csv", "json"], default="csv",
+                   help="csv: the file as served; json: its rows (or, with -o, what was written)")
+    p.set_defaults(func=cmd_download)
+
+    p = sub.add_parser("submissions", help="your submissions to a benchmark: status, scores, note")
+    p.add_argument("slug")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--page", type=int, help="one page only (default: every submission)")
+    p.add_argument("--page-size", type=int, help="submissions per page (server default 100, at most 1000)")
+    p.set_defaults(func=cmd_submissions)
+
+    p = sub.add_parser("select", help="select a scored submission as your final one (the private board's)")
+    p.add_argument("id", type=int)
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_select)
+
+    p = sub.add_parser("verify", help="dry run: score a file on the cases whose truth you may see; nothing saved")
+    p.add_argument("slug")
+    p.add_argument("file")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("login", help="check a token and save it with the server's address (mode 0600)")
+    p.add_argument("--url", dest="login_url", help="the server (default: --url before the command, "
+                                                   "$LEADERBOARD_URL, or the saved one)")
+    p.add_argument("--token", dest="login_token", help="the token (default: $LEADERBOARD_TOKEN, else asked)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_login, offline=True)
+
+    p = sub.add_parser("logout", help="remove the saved token")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_logout, offline=True)
+
+    p = sub.add_parser("whoami", help="who the token belongs to, where it came from, entrants and teams")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_whoami)
     add_team_parser(sub)
     return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, OutdatedClientWarning):
+        _err(f"warning: {message}")
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line), file=sys.stderr, end="")
+
+
+def _autocomplete(parser: argparse.ArgumentParser) -> None:
+    """Shell completion through argcomplete, when the shell asks (``eval "$(register-python-argcomplete lb)"``)."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    try:
+        import argcomplete  # only when completing: it is not needed to run a command
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
 
 
 def main(argv: Sequence[str] | None = None, *, out=None) -> int:
     out = out or sys.stdout
     parser = build_parser()
+    _autocomplete(parser)
     args = parser.parse_args(argv)
-    url = args.url or os.environ.get("LEADERBOARD_URL")
-    if not url:
+    creds = credentials(getattr(args, "login_url", None) or args.url, args.token or None)
+    if not creds.url and args.func is not cmd_logout:
         parser.print_usage(sys.stderr)
-        _err("set LEADERBOARD_URL (or pass --url) to the server's address, e.g. http://127.0.0.1:8000")
+        _err("set LEADERBOARD_URL (or pass --url, or run lb login --url URL) to the server's address, "
+             "e.g. http://127.0.0.1:8000")
         return EXIT_USAGE
+    args.resolved_url = normalise_url(creds.url)
     try:
-        with Client(url, args.token or os.environ.get("LEADERBOARD_TOKEN") or None) as client:
-            return args.func(client, args, out)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            if getattr(args, "offline", False):  # login and logout make their own client, or none
+                return args.func(None, args, out)
+            with Client(creds.url, creds.token) as client:
+                client.credentials = creds  # where each came from, as resolved here
+                return args.func(client, args, out)
     except UsageError as exc:
         _err(str(exc))
         return EXIT_USAGE

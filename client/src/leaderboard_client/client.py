@@ -10,6 +10,13 @@ with the first answer and spends no second daily slot). Other POSTs (the staff
 round actions, an upload sent without a key) are never repeated once sent.
 Backoff doubles from ``backoff`` seconds up to ``max_backoff``, with jitter,
 and honours ``Retry-After``.
+
+Version handshake. Every API answer names the oldest client the server supports
+(``X-Min-Client-Version``); when this one is older, the client warns once with an
+``OutdatedClientWarning`` (``lb`` prints it as ``lb: warning: ...``) and goes on.
+
+DataFrames. ``leaderboard``, ``submissions`` and ``universe`` take ``as_frame=True`` and
+return a pandas DataFrame (``pip install 'leaderboard-client[pandas]'``).
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import random
 import sys
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,10 +37,12 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import httpx
 
 from leaderboard_client import __version__
+from leaderboard_client.config import Credentials, credentials
 from leaderboard_client.errors import (
     LeaderboardError,
     NetworkError,
     NoOpenRound,
+    OutdatedClientWarning,
     WaitTimeout,
     error_from_response,
     parse_retry_after,
@@ -46,8 +56,10 @@ from leaderboard_client.models import (
     Invite,
     LeaderboardPage,
     LeaderboardRow,
+    Me,
     Round,
     Submission,
+    SubmissionPage,
     SubmissionReceipt,
     Team,
     VerifyResult,
@@ -59,6 +71,11 @@ RETRY_STATUSES = (502, 503, 504)
 MAX_THROTTLE_WAIT = 30.0
 
 ProgressCallback = Callable[[Submission, float], None]
+# download progress: (bytes so far, total bytes or None when the server does not say)
+BytesCallback = Callable[[int, "int | None"], None]
+# What ``download`` fetches: the benchmark's cases (inputs, no truth), its training set (the dev cases with
+# their truth), an example submission file, or a round's universe.
+DOWNLOADS = ("cases", "training", "example", "universe")
 
 
 def _unsent(exc: httpx.HTTPError) -> bool:
@@ -75,21 +92,21 @@ class Client:
 
     ``url`` is the site's address (``http://127.0.0.1:8000``) and ``token`` an
     API token (``Authorization: Token KEY``); either defaults to the
-    ``LEADERBOARD_URL`` / ``LEADERBOARD_TOKEN`` environment variables. Public
-    reads work without a token.
+    ``LEADERBOARD_URL`` / ``LEADERBOARD_TOKEN`` environment variables, then to
+    what ``lb login`` saved (``leaderboard_client.config``). Public reads work
+    without a token. ``credentials`` says what was used and where it came from.
     """
 
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 60.0,
                  retries: int = 4, backoff: float = 0.5, max_backoff: float = 10.0,
                  transport: httpx.BaseTransport | None = None):
-        url = url or os.environ.get("LEADERBOARD_URL", "")
-        if not url:
-            raise ValueError("no server URL: pass Client(url, token) or set LEADERBOARD_URL")
-        token = token if token is not None else os.environ.get("LEADERBOARD_TOKEN") or None
-        url = url.strip().rstrip("/")
-        if url.endswith("/api"):
-            url = url[: -len("/api")]
+        self.credentials: Credentials = credentials(url, token)
+        if not self.credentials.url:
+            raise ValueError("no server URL: pass Client(url, token), set LEADERBOARD_URL or run lb login")
+        url, token = self.credentials.url, self.credentials.token
         self.url = url
+        # The oldest client version the server said it supports, when that is newer than this one.
+        self.outdated: str | None = None
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -138,6 +155,7 @@ class Client:
                 raise NetworkError(f"{what} {self.url} ({type(exc).__name__}: {exc}) after {attempt} "
                                    f"attempt{'s' if attempt > 1 else ''}", method=method, url=str(path),
                                    attempts=attempt) from exc
+            self._handshake(response)
             status = response.status_code
             if attempt <= self.retries and repeatable and (
                     status in RETRY_STATUSES or (status == 429 and method == "GET")):
@@ -148,6 +166,16 @@ class Client:
             if status >= 400:
                 raise self._error(response)
             return response
+
+    def _handshake(self, response: httpx.Response) -> None:
+        """Warn once when the server supports only clients newer than this one."""
+        oldest = response.headers.get("X-Min-Client-Version")
+        if not oldest or self.outdated is not None or _version(__version__) >= _version(oldest):
+            return
+        self.outdated = oldest
+        warnings.warn(OutdatedClientWarning(
+            f"leaderboard-client {__version__} is older than {oldest}, the oldest {self.url} supports: some "
+            "commands may fail or answer wrongly; upgrade it (pip install -U leaderboard-client)"), stacklevel=4)
 
     @staticmethod
     def _error(response: httpx.Response) -> LeaderboardError:
@@ -197,8 +225,9 @@ class Client:
 
     # -- boards ---------------------------------------------------------------
     def leaderboard(self, slug: str, *, round: int | None = None, split: str | None = None,
-                    page: int | None = None, page_size: int | None = None) -> LeaderboardPage:
-        """One page of a board.
+                    page: int | None = None, page_size: int | None = None, as_frame: bool = False) -> Any:
+        """One page of a board (a ``LeaderboardPage``); with ``as_frame=True`` a pandas DataFrame of the
+        rows instead, one column per metric, and every row of the board unless ``page`` is given.
 
         Without ``round``: ``GET /api/benchmarks/{slug}/leaderboard/`` (the
         benchmark's board; for a round benchmark, the standings across
@@ -206,6 +235,12 @@ class Client:
         ``GET /api/benchmarks/{slug}/rounds/{n}/leaderboard/``. ``split``
         (``public``, ``private`` after the reveal) applies to static kinds.
         """
+        if as_frame:
+            rows = (self.leaderboard(slug, round=round, split=split, page=page, page_size=page_size).rows
+                    if page is not None else list(self.iter_leaderboard(slug, round=round, split=split,
+                                                                         page_size=page_size or 1000)))
+            return _frame([{**{k: v for k, v in r.raw.items() if k != "metrics"},
+                            **{k: v for k, v in r.metrics.items() if k not in r.raw}} for r in rows])
         path = f"{self._b(slug)}/leaderboard/" if round is None else f"{self._b(slug)}/rounds/{int(round)}/leaderboard/"
         return LeaderboardPage.from_json(self._get(path, split=split, page=page, page_size=page_size))
 
@@ -228,7 +263,8 @@ class Client:
 
     # -- submissions ------------------------------------------------------------
     def submit(self, slug: str, predictions: Any, *, entrant: str | None = None, round: int | None = None,
-               filename: str | None = None, idempotency_key: str | None = None) -> SubmissionReceipt:
+               filename: str | None = None, idempotency_key: str | None = None,
+               note: str | None = None) -> SubmissionReceipt:
         """Upload predictions: ``POST /api/benchmarks/{slug}/submissions/``.
 
         ``predictions`` is a path (``str`` or ``Path``) to a CSV or JSON
@@ -236,7 +272,8 @@ class Client:
         named index becomes a column), a ``list`` of dicts (sent as
         ``{"predictions": [...]}``) or a ``dict`` (sent as a JSON file, e.g. a
         portfolio's ``{"allocations": [...], ...}``). ``entrant``: the name of
-        one of your entrants; ``round``: when several rounds are open.
+        one of your entrants; ``round``: when several rounds are open; ``note``:
+        your words about it (at most 1,000 characters), shown to you alone.
 
         A fresh ``idempotency_key`` is made for each call, so the client can
         safely resend after a lost answer; pass your own to make retries
@@ -245,15 +282,43 @@ class Client:
         """
         key = uuid.uuid4().hex if idempotency_key is None else (idempotency_key or None)
         headers = {"Idempotency-Key": key} if key else None
-        json_body, files, data = _submission_body(predictions, filename=filename, entrant=entrant, round=round)
+        json_body, files, data = _submission_body(predictions, filename=filename, entrant=entrant, round=round,
+                                                  note=note)
         response = self._request("POST", f"{self._b(slug)}/submissions/", repeatable=key is not None,
                                  json_body=json_body, files=files, data=data, headers=headers)
         return SubmissionReceipt.from_json(self._json(response), idempotency_key=key,
                                            replayed=response.headers.get("Idempotent-Replayed") == "true")
 
-    def submissions(self, slug: str) -> list[Submission]:
-        """``GET /api/benchmarks/{slug}/submissions/``: your submissions, newest first."""
-        return [Submission.from_json(s) for s in _items(self._get(f"{self._b(slug)}/submissions/"), "submissions")]
+    def submissions_page(self, slug: str, *, page: int | None = None, page_size: int | None = None) -> SubmissionPage:
+        """``GET /api/benchmarks/{slug}/submissions/``: one page of your submissions (and your teams'),
+        newest first, with ``count``, ``next`` and ``previous``."""
+        data = self._get(f"{self._b(slug)}/submissions/", page=page, page_size=page_size)
+        if isinstance(data, list):  # a server from before paging: everything in one list
+            return SubmissionPage(rows=[Submission.from_json(s) for s in data], count=len(data))
+        return SubmissionPage.from_json(data)
+
+    def iter_submissions(self, slug: str, *, page_size: int | None = 1000) -> Iterator[Submission]:
+        """Every submission of yours to ``slug``, newest first, page after page (following ``next``)."""
+        page = self.submissions_page(slug, page_size=page_size)
+        seen: set[str] = set()
+        while True:
+            yield from page.rows
+            if not page.next or page.next in seen:
+                return
+            seen.add(page.next)
+            page = SubmissionPage.from_json(self._json(self._request("GET", self._follow(page.next), repeatable=True)))
+
+    def submissions(self, slug: str, *, page: int | None = None, page_size: int | None = None,
+                    as_frame: bool = False) -> Any:
+        """Your submissions to ``slug``, newest first: every one, or page ``page`` only; a list of
+        ``Submission``, or with ``as_frame=True`` a pandas DataFrame (scores as ``<split>_<metric>`` columns)."""
+        subs = (self.submissions_page(slug, page=page, page_size=page_size).rows if page is not None
+                else list(self.iter_submissions(slug, page_size=page_size or 1000)))
+        if not as_frame:
+            return subs
+        return _frame([{**{k: v for k, v in s.raw.items() if k not in ("scores", "errors", "history", "leaderboard")},
+                        **{f"{split}_{metric}": value for split, metrics in s.scores.items()
+                           for metric, value in metrics.items()}} for s in subs])
 
     def submission(self, submission_id: int | SubmissionReceipt) -> Submission:
         """``GET /api/submissions/{id}/``: status, scores (``{split: {metric: value}}``), errors."""
@@ -316,17 +381,93 @@ class Client:
             raise NoOpenRound(f"{slug} has no round open for submissions")
         return max(open_rounds, key=lambda r: r.number)
 
-    def universe(self, slug: str, round: int | None = None, *, path: str | os.PathLike | None = None) -> bytes:
+    def universe(self, slug: str, round: int | None = None, *, path: str | os.PathLike | None = None,
+                 as_frame: bool = False) -> Any:
         """``GET /api/benchmarks/{slug}/rounds/{n}/universe/``: the universe CSV (the open round by default).
 
-        With ``path`` the CSV is also written there.
+        With ``path`` the CSV is also written there. With ``as_frame=True`` a pandas DataFrame (ids as text).
         """
         number = self.open_round(slug).number if round is None else int(round)
         response = self._request("GET", f"{self._b(slug)}/rounds/{number}/universe/", repeatable=True,
                                  headers={"Accept": "text/csv, */*"})
         if path is not None:
             Path(path).write_bytes(response.content)
+        if as_frame:
+            return _read_csv_frame(response.content)
         return response.content
+
+    def _download_target(self, slug: str, what: str, round: int | None) -> tuple[str, dict[str, Any]]:
+        if what not in DOWNLOADS:
+            raise ValueError(f"download what: one of {', '.join(DOWNLOADS)}, not {what!r}")
+        if what == "universe":
+            number = self.open_round(slug).number if round is None else int(round)
+            return f"{self._b(slug)}/rounds/{number}/universe/", {}
+        if what == "example":
+            return f"/b/{quote(slug, safe='')}/example/", {}
+        return f"{self._b(slug)}/{what}/", {"format": "csv"}
+
+    def download(self, slug: str, what: str, sink: Any = None, *, round: int | None = None,
+                 progress: BytesCallback | None = None) -> int:
+        """Stream a benchmark's file: ``what`` is ``cases`` (the inputs, never truth), ``training`` (the
+        dev cases with their truth), ``example`` (an example submission) or ``universe`` (a round's, the
+        open one by default). ``sink`` is a path (written whole or not at all) or a binary file object;
+        ``progress(done, total)`` is called as bytes arrive. Returns the number of bytes written."""
+        path, params = self._download_target(slug, what, round)
+        if sink is None or isinstance(sink, (str, os.PathLike)):
+            target = Path(sink) if sink is not None else Path(f"{slug}-{what}.csv")
+            partial = target.with_name(target.name + ".part")
+            try:
+                with open(partial, "wb") as fh:
+                    size = self._stream(path, params, fh, progress)
+                partial.replace(target)
+            finally:
+                partial.unlink(missing_ok=True)
+            return size
+        return self._stream(path, params, sink, progress)
+
+    def download_bytes(self, slug: str, what: str, *, round: int | None = None) -> bytes:
+        """``download`` into memory."""
+        buf = io.BytesIO()
+        self.download(slug, what, buf, round=round)
+        return buf.getvalue()
+
+    def _stream(self, path: str, params: Mapping[str, Any], sink: Any, progress: BytesCallback | None) -> int:
+        """GET ``path`` into ``sink`` chunk by chunk; retried (from the start) while nothing was written."""
+        attempt = 0
+        while True:
+            attempt += 1
+            written = 0
+            try:
+                with self._http.stream("GET", path, params=dict(params) or None,
+                                       headers={"Accept": "text/csv, application/json, */*"}) as response:
+                    self._handshake(response)
+                    if response.status_code in RETRY_STATUSES and attempt <= self.retries:
+                        self._sleep(self._delay(attempt, parse_retry_after(response.headers.get("Retry-After"))))
+                        continue
+                    if response.status_code >= 400:
+                        response.read()
+                        raise self._error(response)
+                    length = response.headers.get("Content-Length")
+                    total = int(length) if length and length.isdigit() else None
+                    if progress is not None:
+                        progress(0, total)
+                    for chunk in response.iter_bytes(64 * 1024):
+                        sink.write(chunk)
+                        written += len(chunk)
+                        if progress is not None:
+                            progress(written, total)
+                    return written
+            except httpx.HTTPError as exc:
+                if attempt <= self.retries and _transient(exc) and written == 0:
+                    self._sleep(self._delay(attempt))
+                    continue
+                raise NetworkError(f"download from {self.url}{path} failed ({type(exc).__name__}: {exc})",
+                                   method="GET", url=path, attempts=attempt) from exc
+
+    # -- account ----------------------------------------------------------------
+    def me(self) -> Me:
+        """``GET /api/me/``: who the token belongs to, whether it may upload, its entrants and teams."""
+        return Me.from_json(self._get("/api/me/"))
 
     def history(self, slug: str, number: int) -> History:
         """``GET /api/benchmarks/{slug}/rounds/{n}/history/``: every entrant's scores per truth version."""
@@ -485,10 +626,43 @@ def _file_part(obj: Any, default_name: str) -> tuple[str, bytes, str]:
     raise TypeError(f"expected a path, bytes, a pandas DataFrame or a list of dicts, got {type(obj).__name__}")
 
 
+def _version(text: str) -> tuple[int, ...]:
+    """``"0.10.2"`` as ``(0, 10, 2)``; each part's leading digits (``"1rc2"`` counts as 1)."""
+    parts = []
+    for part in text.strip().split(".")[:4]:
+        digits = ""
+        for ch in part:
+            if not ch.isdigit():
+                break
+            digits += ch
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def _pandas() -> Any:
+    try:
+        import pandas  # optional: only DataFrame answers need it
+    except ImportError:
+        raise LeaderboardError("as_frame=True needs pandas: pip install 'leaderboard-client[pandas]'") from None
+    return pandas
+
+
+def _frame(rows: list[dict]) -> Any:
+    return _pandas().DataFrame.from_records(rows)
+
+
+def _read_csv_frame(data: bytes) -> Any:
+    pandas = _pandas()
+    header = next(csv.reader(io.StringIO(data.decode("utf-8", "replace").split("\n", 1)[0])), [])
+    # ids (and names such as a portfolio's options) are text, never numbers: "007" stays "007"
+    text_columns = {c: str for c in header if c in ("id", "case_id", "sequence_id", "option", "entrant")}
+    return pandas.read_csv(io.BytesIO(data), dtype=text_columns, keep_default_na=False, na_values=[""])
+
+
 def _submission_body(predictions: Any, *, filename: str | None, entrant: str | None = None,
-                     round: int | None = None) -> tuple[Any, Any, Any]:
+                     round: int | None = None, note: str | None = None) -> tuple[Any, Any, Any]:
     """(json_body, files, form data) for an upload; exactly one of json_body and files is set."""
-    fields = {"entrant": entrant, "round": None if round is None else int(round)}
+    fields = {"entrant": entrant, "round": None if round is None else int(round), "note": note}
     fields = {k: v for k, v in fields.items() if v is not None}
     if isinstance(predictions, list) and all(isinstance(p, dict) for p in predictions):
         return {"predictions": predictions, **fields}, None, None

@@ -13,6 +13,9 @@ catch exactly what they handle:
 ``NetworkError`` is a failure to get any answer (after the retries that were
 safe); ``WaitTimeout`` is ``Client.wait`` running out of time; ``NoOpenRound``
 is asking for the open round of a benchmark that has none.
+
+``OutdatedClientWarning`` is a warning, not an error: the server says it supports
+only newer clients.
 """
 from __future__ import annotations
 
@@ -135,6 +138,10 @@ class WaitTimeout(LeaderboardError):
 
 class NoOpenRound(LeaderboardError):
     """The benchmark has no open round (asked for 'the open round' without a number)."""
+
+
+class OutdatedClientWarning(UserWarning):
+    """The server supports only clients newer than this one (its ``X-Min-Client-Version``)."""
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {

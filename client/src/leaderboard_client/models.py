@@ -96,7 +96,8 @@ class Round:
 
 @dataclass
 class BenchmarkSummary:
-    """A row of ``Client.benchmarks()``. ``current_round`` is None when the list does not carry it."""
+    """A row of ``Client.benchmarks()``. ``current_round`` is None when the list does not carry it;
+    ``open_round`` is the number of the round that takes submissions now, or None."""
 
     slug: str
     title: str
@@ -104,6 +105,7 @@ class BenchmarkSummary:
     daily_limit: int | None = None
     url: str = ""
     current_round: Round | None = None
+    open_round: int | None = None
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -111,7 +113,8 @@ class BenchmarkSummary:
         cr = d.get("current_round")
         return cls(slug=d.get("slug", ""), title=d.get("title", ""), kind=d.get("kind", ""),
                    daily_limit=_int(d.get("daily_limit")), url=d.get("url", ""),
-                   current_round=Round.from_json(cr) if isinstance(cr, dict) else None, raw=d)
+                   current_round=Round.from_json(cr) if isinstance(cr, dict) else None,
+                   open_round=_int(d.get("open_round")), raw=d)
 
 
 @dataclass
@@ -237,6 +240,9 @@ class Submission:
     as_of: dt.date | None = None
     counted: bool | None = None
     truth_version: int | None = None
+    note: str | None = None
+    is_selected: bool = False
+    uploaded_by: str = ""
     created_at: dt.datetime | None = None
     started_at: dt.datetime | None = None
     scored_at: dt.datetime | None = None
@@ -252,6 +258,7 @@ class Submission:
             scores=d.get("scores") or {}, errors=[ErrorItem.from_json(e) for e in d.get("errors") or []],
             audit_hash=d.get("audit_hash", ""), provisional=bool(d.get("provisional")), as_of=_date(d.get("as_of")),
             counted=counted if isinstance(counted, bool) else None, truth_version=_int(d.get("truth_version")),
+            note=d.get("note"), is_selected=bool(d.get("is_selected")), uploaded_by=d.get("uploaded_by") or "",
             created_at=parse_datetime(d.get("created_at")), started_at=parse_datetime(d.get("started_at")),
             scored_at=parse_datetime(d.get("scored_at")), url=d.get("url", ""), raw=d,
         )
@@ -260,6 +267,52 @@ class Submission:
     def is_final(self) -> bool:
         """Scored or failed: nothing more will happen unless the organiser rescores."""
         return self.status in FINAL_STATUSES
+
+
+@dataclass
+class SubmissionPage:
+    """One page of your submissions: ``count`` on all pages, ``next``/``previous`` URLs or None."""
+
+    rows: list[Submission]
+    count: int
+    next: str | None = None
+    previous: str | None = None
+    page: int | None = None
+    page_size: int | None = None
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, d: dict) -> SubmissionPage:
+        rows = [Submission.from_json(r) for r in d.get("rows") or []]
+        count = _int(d.get("count"))
+        return cls(rows=rows, count=len(rows) if count is None else count, next=d.get("next") or None,
+                   previous=d.get("previous") or None, page=_int(d.get("page")), page_size=_int(d.get("page_size")),
+                   raw=d)
+
+    def __iter__(self) -> Iterator[Submission]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass
+class Me:
+    """Who a token belongs to (``Client.me()``): may it upload yet, its own entrants, its teams."""
+
+    username: str
+    is_staff: bool = False
+    can_upload: bool = True
+    upload_refusal: str | None = None
+    entrants: list[str] = field(default_factory=list)
+    teams: list[dict] = field(default_factory=list)
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, d: dict) -> Me:
+        return cls(username=d.get("username", ""), is_staff=bool(d.get("is_staff")),
+                   can_upload=bool(d.get("can_upload", True)), upload_refusal=d.get("upload_refusal"),
+                   entrants=list(d.get("entrants") or []), teams=list(d.get("teams") or []), raw=d)
 
 
 @dataclass

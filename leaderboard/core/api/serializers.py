@@ -38,6 +38,13 @@ class BenchmarkListSerializer(serializers.Serializer):
     daily_limit = serializers.IntegerField()
 
 
+class BenchmarkListItemSerializer(BenchmarkListSerializer):
+    current_round = RoundSerializer(allow_null=True, help_text="the newest round open with cases, or null")
+    open_round = serializers.IntegerField(allow_null=True, help_text="the number of the round that takes "
+                                                                     "submissions now (open, before its deadline), "
+                                                                     "or null")
+
+
 class BenchmarkDetailSerializer(BenchmarkListSerializer):
     description = serializers.CharField()
     credit = serializers.CharField(help_text="Where the data comes from and its licence (markdown, one line); "
@@ -115,6 +122,9 @@ class _SubmissionTargetSerializer(serializers.Serializer):
     confidence = serializers.FloatField(required=False, min_value=0, max_value=1, help_text="portfolio: 0 to 1")
     rationale = serializers.CharField(required=False, help_text="portfolio: plain text, length capped")
     repeat = serializers.BooleanField(required=False, help_text="portfolio: a consistency run, never counted")
+    note = serializers.CharField(required=False, max_length=1000,
+                                 help_text="Your words about this upload, at most 1,000 characters; shown to you "
+                                           "alone (the submission's `note`).")
 
 
 class SubmissionFileSerializer(_SubmissionTargetSerializer):
@@ -162,6 +172,8 @@ class SubmissionSerializer(serializers.Serializer):
     original_name = serializers.CharField()
     size = serializers.IntegerField()
     is_selected = serializers.BooleanField()
+    note = serializers.CharField(allow_null=True, help_text="The uploader's note (empty when none was given); "
+                                                           "null for anyone but the account that uploaded it.")
     provisional = serializers.BooleanField()
     truth_version = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -171,6 +183,18 @@ class SubmissionSerializer(serializers.Serializer):
                                      help_text="One submission's answer only: per leaderboard split shown, "
                                                "listed or why not.")
     url = serializers.CharField()
+
+
+class SubmissionPageSerializer(serializers.Serializer):
+    """The caller's submissions to a benchmark, one page: paged as the boards are."""
+
+    benchmark = serializers.CharField()
+    count = serializers.IntegerField(help_text="submissions on all pages")
+    next = serializers.URLField(allow_null=True, help_text="the next page, or null on the last")
+    previous = serializers.URLField(allow_null=True, help_text="the previous page, or null on the first")
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    rows = SubmissionSerializer(many=True)
 
 
 class VerifySerializer(serializers.Serializer):
@@ -358,3 +382,18 @@ class InviteSerializer(serializers.Serializer):
 class InviteDeclinedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.ChoiceField(choices=["declined"])
+
+
+class MeTeamSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    benchmark = serializers.SlugField()
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    is_staff = serializers.BooleanField()
+    can_upload = serializers.BooleanField(help_text="False until the account's email address is verified")
+    upload_refusal = serializers.CharField(allow_null=True, help_text="why not, when it may not upload")
+    entrants = serializers.ListField(child=serializers.CharField(), help_text="the account's own entrants")
+    teams = MeTeamSerializer(many=True, help_text="the teams it is in, one per benchmark at most")

@@ -3,6 +3,7 @@ from django.urls import path
 from leaderboard.core.api import rounds, teams, views
 
 urlpatterns = [
+    path("me/", views.Me.as_view(), name="api-me"),
     path("benchmarks/", views.BenchmarkList.as_view(), name="api-benchmarks"),
     path("benchmarks/<slug:slug>/", views.BenchmarkDetail.as_view(), name="api-benchmark"),
     path("benchmarks/<slug:slug>/leaderboard/", views.Leaderboard.as_view(), name="api-leaderboard"),

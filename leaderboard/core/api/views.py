@@ -10,7 +10,6 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from scoring.errors import RowError
@@ -21,15 +20,17 @@ from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.parsers import CheckedJSONParser
 from leaderboard.core.boardcache import cached_read
 from leaderboard.core.csvexport import csv_response
-from leaderboard.core.models import Benchmark, Submission
+from leaderboard.core.models import Benchmark, Entrant, Submission, TeamMembership
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
+from leaderboard.core.services.accounts import upload_refusal
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.idempotency import idempotency_key_check
 from leaderboard.core.services.predictions import UPLOAD_BODY_KEYS, predictions_source
-from leaderboard.core.services.rounds import submissions_refusal
+from leaderboard.core.services.rounds import current_rounds, round_takes_submissions, submissions_refusal
 from leaderboard.core.services.submissions import submission_select
 from leaderboard.core.services.uploads import submission_create
 from leaderboard.core.services.verify import benchmark_verify
+from leaderboard.core.throttles import ScopedHeadersThrottle
 
 
 def _benchmark(request, slug: str) -> Benchmark:
@@ -48,15 +49,18 @@ def benchmark_summary(request, b: Benchmark) -> dict:
             "url": request.build_absolute_uri(reverse("api-benchmark", args=[b.slug]))}
 
 
-def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict:
-    """A submission as the API shows it; ``standing``: with ``leaderboard`` (where it stands, and why)."""
+def submission_dict(request, sub: Submission, *, standing: bool = False,
+                    listed: selectors.ListedSubmission | None = None) -> dict:
+    """A submission as the API shows it; ``standing``: with ``leaderboard`` (where it stands, and why);
+    ``listed``: its scores as ``selectors.submissions_page`` read them for a whole page."""
     if sub.benchmark.kind_impl.is_round_kind:
-        return round_submission_dict(request, sub)
-    scores = selectors.submission_scores(sub, viewer=request.user)
+        return round_submission_dict(request, sub, history=listed.history if listed is not None else None)
+    scores = listed.scores if listed is not None else selectors.submission_scores(sub, viewer=request.user)
     out = {
         "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "uploaded_by": sub.user.username,
         "status": sub.status, "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
         "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected,
+        "note": own_note(request, sub),
         "provisional": bool(sub.truth_version is not None and not sub.truth_version.is_final),
         "truth_version": sub.truth_version.version if sub.truth_version is not None else None,
         "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
@@ -67,10 +71,16 @@ def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict
     return out
 
 
-def round_submission_dict(request, sub: Submission) -> dict:
+def own_note(request, sub: Submission) -> str | None:
+    """The upload's note for the account that uploaded it; None for anyone else (staff and teammates too)."""
+    return sub.note if sub.user_id == request.user.pk else None
+
+
+def round_submission_dict(request, sub: Submission, *, history: list[dict] | None = None) -> dict:
     """A round submission: ``scores`` are those of the latest scored truth version (provisional
-    until the final one, dated by ``as_of``); ``history`` every version; ``counted``."""
-    history = selectors.submission_round_scores(sub)
+    until the final one, dated by ``as_of``); ``history`` every version (read here unless given); ``counted``."""
+    if history is None:
+        history = selectors.submission_round_scores(sub)
     latest = history[-1] if history else None
     return {
         "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "uploaded_by": sub.user.username,
@@ -80,17 +90,42 @@ def round_submission_dict(request, sub: Submission) -> dict:
         "provisional": bool(latest and latest["interim"]), "as_of": latest["as_of"] if latest else None,
         "truth_version": latest["version"] if latest else None, "history": history,
         "errors": sub.errors, "audit_hash": sub.audit_hash, "original_name": sub.original_name, "size": sub.size,
-        "is_selected": False, "created_at": sub.received_at, "started_at": sub.started_at,
+        "note": own_note(request, sub), "is_selected": False, "created_at": sub.received_at, "started_at": sub.started_at,
         "scored_at": sub.scored_at, "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
     }
+
+
+class Me(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=s.MeSerializer, summary="Who the token belongs to: username, whether it may upload, "
+                                                     "its entrants and teams")
+    def get(self, request):
+        user = request.user
+        refusal = upload_refusal(user)
+        return Response({
+            "username": user.username, "is_staff": user.is_staff, "can_upload": refusal is None,
+            "upload_refusal": refusal,
+            "entrants": list(Entrant.objects.filter(owner=user, team__isnull=True).order_by("created_at", "id")
+                             .values_list("name", flat=True)),
+            "teams": [{"id": m.team_id, "name": m.team.entrant.name, "benchmark": m.benchmark.slug}
+                      for m in TeamMembership.objects.filter(user=user).select_related("team__entrant", "benchmark")
+                      .order_by("benchmark__slug", "id")],
+        })
 
 
 class BenchmarkList(APIView):
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses=s.BenchmarkListSerializer(many=True), summary="The benchmarks")
+    @extend_schema(responses=s.BenchmarkListItemSerializer(many=True),
+                   summary="The benchmarks, each with its current round and the number of the round open now")
     def get(self, request):
-        return Response([benchmark_summary(request, b) for b in selectors.benchmarks_visible(request.user)])
+        benchmarks = selectors.benchmarks_visible(request.user)
+        current = current_rounds(benchmarks)
+        return Response([benchmark_summary(request, b) | {
+            "current_round": _round_dict(current.get(b.pk)),
+            "open_round": current[b.pk].number if b.pk in current and round_takes_submissions(current[b.pk]) else None,
+        } for b in benchmarks])
 
 
 class BenchmarkDetail(APIView):
@@ -139,19 +174,29 @@ def wants_csv(request) -> bool:
 BOARD_PARAMETERS = ("split", "track")
 
 
+def page_url(request, page: selectors.BoardPage, number: int | None) -> str | None:
+    """The absolute URL of page ``number`` of this answer (its board parameters kept), or None."""
+    if number is None:
+        return None
+    query = QueryDict(mutable=True)
+    for name in BOARD_PARAMETERS:
+        if name in request.query_params:
+            query[name] = request.query_params[name]
+    query["page"] = str(number)
+    query["page_size"] = str(page.page_size)
+    return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+
+
 def board_data(request, page: selectors.BoardPage, rows: list[dict], **extra) -> dict:
     """Every board answers alike: its ``rows`` for the page, ``count`` (all rows) and ``next`` (a URL or null)."""
-    next_url = None
-    if page.next_page is not None:
-        query = QueryDict(mutable=True)
-        for name in BOARD_PARAMETERS:
-            if name in request.query_params:
-                query[name] = request.query_params[name]
-        query["page"] = str(page.next_page)
-        query["page_size"] = str(page.page_size)
-        next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
-    return {**extra, "count": page.count, "next": next_url, "page": page.page, "page_size": page.page_size,
-            "rows": rows}
+    return {**extra, "count": page.count, "next": page_url(request, page, page.next_page), "page": page.page,
+            "page_size": page.page_size, "rows": rows}
+
+
+def link_header(request, page: selectors.BoardPage) -> str:
+    """RFC 8288 ``Link``: the ``first``, ``prev``, ``next`` and ``last`` pages that exist."""
+    links = (("first", 1), ("prev", page.previous_page), ("next", page.next_page), ("last", page.pages))
+    return ", ".join(f'<{page_url(request, page, n)}>; rel="{rel}"' for rel, n in links if n is not None)
 
 
 def cached_board_answer(request, benchmark: Benchmark, build) -> HttpResponse:
@@ -248,14 +293,23 @@ class SubmissionCreateOrList(APIView):
     def get_throttles(self):
         # The upload scope guards POST only; listing uses the default throttles.
         if self.request.method == "POST":
-            return [ScopedRateThrottle()]
+            return [ScopedHeadersThrottle()]
         return super().get_throttles()
 
-    @extend_schema(responses=s.SubmissionSerializer(many=True), summary="Your submissions to a benchmark, newest first")
+    @extend_schema(parameters=PAGING_PARAMETERS,
+                   responses={200: s.SubmissionPageSerializer, 400: s.ErrorsSerializer},
+                   summary="Your submissions to a benchmark (and your teams'), newest first, paged like the boards "
+                           "(also a Link header: first, prev, next, last)")
     def get(self, request, slug):
         b = _benchmark(request, slug)
-        subs = selectors.submissions_for(request.user, benchmark=b).select_related("truth_version")[:200]
-        return Response([submission_dict(request, sub) for sub in subs])
+        paging, error = paging_or_error(request)
+        if error:
+            return error
+        page = selectors.submissions_page(request.user, benchmark=b, page=paging[0], page_size=paging[1])
+        data = board_data(request, page, [submission_dict(request, row.submission, listed=row) for row in page.rows],
+                          benchmark=b.slug)
+        data["previous"] = page_url(request, page, page.previous_page)
+        return Response(data, headers={"Link": link_header(request, page)})
 
     @extend_schema(
         request={"multipart/form-data": s.SubmissionFileSerializer, "application/json": s.SubmissionJsonSerializer},
@@ -271,27 +325,38 @@ class SubmissionCreateOrList(APIView):
         entrant = request.data.get("entrant") if hasattr(request.data, "get") else None
         round_number = request.data.get("round") if hasattr(request.data, "get") else None
         kwargs = {"round_number": round_number} if round_number not in (None, "") else {}
+        note = request.data.get("note") if hasattr(request.data, "get") else None
         try:
             key = request.headers.get("Idempotency-Key")
             key = idempotency_key_check(key) if key is not None else None
             source = _predictions_source(request, b)
             accepted = submission_create(user=request.user, benchmark=b, entrant=entrant, idempotency_key=key,
-                                         **source.as_kwargs(), **kwargs)
+                                         note=note, **source.as_kwargs(), **kwargs)
         except SubmissionRejected as exc:
-            return error_response(exc.errors, exc.status,
-                                  remaining_today=quota_remaining(user=request.user, benchmark=b))
+            remaining = quota_remaining(user=request.user, benchmark=b)
+            return error_response(exc.errors, exc.status, headers=daily_headers(b.daily_limit, remaining),
+                                  remaining_today=remaining)
         except QuotaExceeded as exc:
             return error_response([RowError(exc.message)], status.HTTP_429_TOO_MANY_REQUESTS,
-                                  headers={"Retry-After": str(exc.retry_after_seconds)},
+                                  headers={"Retry-After": str(exc.retry_after_seconds),
+                                           **daily_headers(exc.limit, 0)},
                                   remaining_today=0, reset_at=exc.reset_at.isoformat())
+        headers = daily_headers(b.daily_limit, accepted.remaining_today)
+        if accepted.replayed:
+            headers["Idempotent-Replayed"] = "true"
         sub = accepted.submission
         answer = {"id": sub.pk, "status": sub.status,
                   "url": request.build_absolute_uri(reverse("api-submission", args=[sub.pk])),
                   "audit_hash": sub.audit_hash, "remaining_today": accepted.remaining_today}
         if b.kind_impl.is_round_kind:
             answer |= {"round": sub.round.number, "counted": sub.is_counted}
-        return Response(answer, status=status.HTTP_202_ACCEPTED,
-                        headers={"Idempotent-Replayed": "true"} if accepted.replayed else None)
+        return Response(answer, status=status.HTTP_202_ACCEPTED, headers=headers)
+
+
+def daily_headers(limit: int, remaining: int) -> dict[str, str]:
+    """The daily upload quota on an upload's answer: ``X-Daily-Limit`` (accepted uploads per UTC day,
+    shared by a team) and ``X-Daily-Remaining`` (what is left today)."""
+    return {"X-Daily-Limit": str(limit), "X-Daily-Remaining": str(remaining)}
 
 
 def _predictions_source(request, b: Benchmark, *, body_keys: tuple[str, ...] = UPLOAD_BODY_KEYS):
@@ -357,7 +422,7 @@ class Verify(APIView):
 
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [CheckedJSONParser, MultiPartParser, FormParser]
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [ScopedHeadersThrottle]
     throttle_scope = "verify"
 
     @extend_schema(

@@ -42,7 +42,7 @@ class PredictionsSource:
 
 
 # The top-level keys of a JSON body holding ``predictions`` (an upload; the dry run takes the first only).
-UPLOAD_BODY_KEYS = ("predictions", "entrant", "round")
+UPLOAD_BODY_KEYS = ("predictions", "entrant", "round", "note")
 
 
 def upload_size_check(*, benchmark: Benchmark, size: int, column: str = "file", what: str = "the file") -> None:
@@ -86,7 +86,8 @@ def predictions_source(*, benchmark: Benchmark, upload=None, body: Any = None, b
     keys = benchmark.kind_impl.json_submission_keys
     if body_is_json and isinstance(body, Mapping) and keys and set(body) & set(keys):
         # A kind whose submission is a JSON object (portfolio) takes the body itself.
-        return PredictionsSource(predictions={k: v for k, v in body.items() if k not in ("entrant", "round")})
+        return PredictionsSource(predictions={k: v for k, v in body.items()
+                                               if k not in ("entrant", "round", "note")})
     raise ValidationFailed([RowError(NOTHING_SENT, column="file")])
 
 

@@ -246,7 +246,7 @@ def _next_round_text(benchmark: Benchmark, open_rounds: list[Round]) -> str:
 
 def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, filename: str, predictions: Any,
                             entrant, round_number=None, idempotency_key: str | None = None,
-                            idempotency_fingerprint: str = "") -> Accepted:
+                            idempotency_fingerprint: str = "", note: str = "") -> Accepted:
     """Validate an upload against the open round's universe and store it as ``accepted``.
 
     Validation first (rejected uploads never count); then, in one transaction:
@@ -291,7 +291,7 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
             sub = Submission(
                 benchmark=benchmark, round=round_, entrant=ent, user=user, original_name=display_name(filename),
                 size=len(data), audit_hash=audit_hash, payload=payload,
-                idempotency_key=idempotency_key, idempotency_fingerprint=idempotency_fingerprint,
+                idempotency_key=idempotency_key, idempotency_fingerprint=idempotency_fingerprint, note=note,
                 status=Status.ACCEPTED, is_counted=not parsed.repeat, is_repeat=parsed.repeat,
                 status_reason=("consistency run: kept beside the counted submission, never scored"
                                if parsed.repeat else f"accepted for round {round_.number}: waiting for its truth"),

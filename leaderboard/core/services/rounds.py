@@ -26,6 +26,14 @@ def current_round(benchmark: Benchmark) -> Round | None:
     return rounds_open(benchmark).last()
 
 
+def current_rounds(benchmarks) -> dict[int, Round]:
+    """``current_round`` of each benchmark at once (one query): benchmark id -> round; none for those without."""
+    out: dict[int, Round] = {}
+    for round_ in Round.objects.open().with_cases().filter(benchmark__in=benchmarks).order_by("number", "id"):
+        out[round_.benchmark_id] = round_  # the newest wins, as in current_round
+    return out
+
+
 def round_takes_submissions(round_: Round, *, now: dt.datetime | None = None) -> bool:
     """Whether a round accepts submissions now: open, and before its deadline.
 

@@ -70,7 +70,7 @@ def _check_takes_submissions(benchmark: Benchmark, round_: Round | None) -> None
 
 def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, filename: str, predictions: Any,
                              entrant: Entrant, idempotency_key: str | None = None,
-                             idempotency_fingerprint: str = "") -> Accepted:
+                             idempotency_fingerprint: str = "", note: str = "") -> Accepted:
     """Validate an upload of a static kind against its round's cases and queue it for scoring.
 
     Validation happens before the daily limit is touched, so rejected uploads
@@ -118,6 +118,7 @@ def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, 
                 status_reason="waiting for a worker",
                 idempotency_key=idempotency_key,
                 idempotency_fingerprint=idempotency_fingerprint,
+                note=note,
             )
             sub.file.name = stored
             sub.save()

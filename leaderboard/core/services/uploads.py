@@ -12,7 +12,7 @@ from typing import Any
 
 from scoring.errors import RowError
 
-from leaderboard.core.models import Benchmark
+from leaderboard.core.models import NOTE_MAX_CHARS, Benchmark
 from leaderboard.core.services.accounts import upload_refusal
 from leaderboard.core.services.answers import Accepted, SubmissionRejected
 from leaderboard.core.services.entrants import entrant_resolve
@@ -31,6 +31,7 @@ def submission_create(
     entrant: str | int | None = None,
     idempotency_key: str | None = None,
     round_number: int | str | None = None,
+    note: Any = "",
 ) -> Accepted:
     """Validate an upload (file bytes or a JSON ``predictions`` list, as ``predictions_source``
     reads them from a request) and store it: queued for scoring (a static kind), or accepted
@@ -47,10 +48,15 @@ def submission_create(
     same user already sent with that key is answered from the stored
     submission (``replayed``) and neither stored nor counted again; the key
     with a different upload is refused (409).
+
+    ``note``: the uploader's words about the upload (at most ``NOTE_MAX_CHARS``
+    characters; longer is a 400 naming ``note``), stored with it and shown to the
+    uploader alone. It is not part of what an idempotency key fingerprints.
     """
     refusal = upload_refusal(user)
     if refusal is not None:
         raise SubmissionRejected([RowError(refusal)], status=403)
+    note = note_check(note)
     ent = entrant_resolve(user, entrant, benchmark=benchmark)
     fingerprint = ""
     if idempotency_key is not None:
@@ -62,11 +68,30 @@ def submission_create(
     if benchmark.kind_impl.is_round_kind:  # rounds with a universe: validated, stored, scored when truth arrives
         return round_submission_create(user=user, benchmark=benchmark, data=data, filename=filename,
                                        predictions=predictions, entrant=ent, round_number=round_number,
-                                       idempotency_key=idempotency_key, idempotency_fingerprint=fingerprint)
+                                       idempotency_key=idempotency_key, idempotency_fingerprint=fingerprint,
+                                       note=note)
     if round_number not in (None, ""):
         # Not ignored: a client naming a round means one; a static benchmark has none to name.
         raise SubmissionRejected([RowError(f"round {str(round_number)[:20]!r}: {benchmark.slug} is not a round "
                                            "benchmark; leave 'round' out", column="round")])
     return static_submission_create(user=user, benchmark=benchmark, data=data, filename=filename,
                                     predictions=predictions, entrant=ent, idempotency_key=idempotency_key,
-                                    idempotency_fingerprint=fingerprint)
+                                    idempotency_fingerprint=fingerprint, note=note)
+
+
+def note_check(note: Any) -> str:
+    """An upload's ``note`` as stored: text of at most ``NOTE_MAX_CHARS`` characters, surrounding
+    blanks dropped. Raises SubmissionRejected (400, column ``note``) saying what to shorten or fix."""
+    if note is None:
+        return ""
+    if not isinstance(note, str):
+        raise SubmissionRejected([RowError(f"note must be text, not {type(note).__name__}", column="note")])
+    note = note.strip()
+    if len(note) > NOTE_MAX_CHARS:
+        raise SubmissionRejected([RowError(
+            f"note is {len(note):,} characters long; at most {NOTE_MAX_CHARS:,} are kept: shorten it",
+            column="note")])
+    if "\x00" in note or any(0xD800 <= ord(c) <= 0xDFFF for c in note):
+        raise SubmissionRejected([RowError("note holds a NUL or an unpaired surrogate character; remove it",
+                                           column="note")])
+    return note

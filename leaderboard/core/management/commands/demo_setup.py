@@ -110,7 +110,8 @@ class Command(BaseCommand):
                                   data=demo.submission_csv(label), filename=f"{label}.csv", entrant=label)
             if number in (module.ROUNDS - 2, module.ROUNDS - 1):
                 submission_create(user=alice, benchmark=benchmark, data=demo.submission_csv("alice"),
-                                  filename="alice.csv", entrant="alice")
+                                  filename="alice.csv", entrant="alice",
+                                  note=f"round {number}: the baseline with my own features (a note only alice sees)")
             if last:
                 self.stdout.write(f"  {benchmark.slug}: round {number} open until {closes_at:%Y-%m-%d %H:%M} UTC")
                 break
