@@ -17,7 +17,7 @@ from typing import Any
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from scoring.kinds.base import Kind, MetricSpec
+from scoring.kinds.base import Kind, MetricSpec, no_negative_zero
 
 # A column of a per-case table whose values are few strings becomes a filter
 # (a select) when it has between 2 and this many distinct values.
@@ -433,7 +433,8 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         "metric": metric,
         "width": ICHART_W, "height": ICHART_H, "left": ICHART_LEFT, "right": ICHART_W - ICHART_RIGHT,
         "top": ICHART_TOP, "bottom": ICHART_H - ICHART_BOTTOM,
-        "y_ticks": [{"y": y(t), "label": metric.fmt.format(t) if metric.fmt else f"{t:g}"} for t in ticks],
+        "y_ticks": [{"y": y(t), "label": no_negative_zero(metric.fmt.format(t) if metric.fmt else f"{t:g}")}
+                    for t in ticks],
         "zero": y(0.0) if low < 0 < high else None,
         "x_ticks": x_ticks, "lines": lines, "labels": labels, "has_final": any(t["final"] for t in x_ticks),
         "columns": x_ticks, "table": table, "reference": reference[1] if ref_values and reference else None,
@@ -483,6 +484,7 @@ def format_cell(value: Any, fmt: str = "{:.4f}") -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     try:
-        return fmt.format(value)
+        text = fmt.format(value)
     except (ValueError, TypeError):
         return str(value)
+    return no_negative_zero(text)

@@ -177,7 +177,9 @@ def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
                                                     "first final truth is scored."})))
     rounds = selectors.rounds_of(b)
     open_ids = set(selectors.rounds_open(b).values_list("pk", flat=True))
+    current = selectors.current_round(b)
     return render(request, "core/round_benchmark_detail.html", {
+        "current": current, "universe": universe_link(kind, current) if current else None,
         "benchmark": b, "kind": kind, "track": track,
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
@@ -225,7 +227,15 @@ def round_detail(request, slug, number):
         "notes": list((round_.data or {}).get("notes", [])),
         "kind_template": kind.round_template,
         "kind_public": selectors.round_public(round_),
+        "universe": universe_link(kind, round_),
     })
+
+
+def universe_link(kind, round_) -> dict:
+    """What a round's universe download says: the rows of its file (``universe_size`` counts the ids the
+    kind adds beside them, portfolio's CASH) and those added ids."""
+    implicit = list(kind.implicit_universe_ids)
+    return {"rows": max(round_.universe_size - len(implicit), 0), "implicit": implicit}
 
 
 def comparison_sets(request, slug):
@@ -386,6 +396,9 @@ def submit(request, slug):
         "remaining_today": quota_remaining(user=request.user, benchmark=b),
         "format_html": render_markdown(b.kind_impl.format_help(b.config)),
         "verify_available": b.kind_impl.verify_available(b.config),
+        # A round upload waits for its round's truth: the button says only what it does now.
+        "scored_on_upload": not b.kind_impl.is_round_kind,
+        "current": selectors.current_round(b) if b.kind_impl.is_round_kind else None,
     }, status=status)
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)

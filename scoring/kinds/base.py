@@ -46,6 +46,14 @@ class MetricSpec:
     description: str = ""
 
 
+def no_negative_zero(text: str) -> str:
+    """A formatted value without the sign of one that rounds to zero ("-0.0000" reads "0.0000",
+    "-0.00%" "0.00%"): every page's number formatting ends here."""
+    if text.startswith("-") and not any(ch in "123456789" for ch in text):
+        return text[1:]
+    return text
+
+
 DEV = "dev"
 RANKED_SPLITS = ("public", "private")
 SPLITS = (DEV, *RANKED_SPLITS)
@@ -435,6 +443,9 @@ class RoundKind(Kind):
     # the pairwise MCWNM, APCWNM). The engine computes them once when the round closes
     # (``score_truth_free``) and hands them to every truth version's scorer (``RoundInputs.truth_free``).
     truth_free_metrics: ClassVar[tuple[str, ...]] = ()
+    # Ids every round's universe holds beside the rows of its file (portfolio: CASH): the universe
+    # download has ``universe_size`` less these rows, and its link says so.
+    implicit_universe_ids: ClassVar[tuple[str, ...]] = ()
 
     # -- bundles: a round benchmark's bundle is benchmark.json alone --------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:

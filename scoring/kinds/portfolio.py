@@ -144,6 +144,7 @@ class PortfolioKind(RoundKind):
     round_template = "core/kinds/portfolio_round.html"
     ranks_provisional = False
     has_comparison_sets = True
+    implicit_universe_ids = (CASH,)
     json_submission_keys = SUBMISSION_KEYS
 
     # -- configuration ------------------------------------------------------
