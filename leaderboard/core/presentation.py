@@ -384,7 +384,12 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
     values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
     if not values:
         return None
-    ticks = _nice_ticks(min(values + [0.0]), max(values + [0.0]))
+    low_value, high_value = min(values), max(values)
+    span = high_value - low_value
+    # Zero on the axis while the values reach near it; values far from zero on one side (a ranking round's
+    # NDCG between 0.60 and 0.70) get an axis from the data, or their lines would overlap, and it says so.
+    from_data = (low_value > 0 and low_value > span) or (high_value < 0 and -high_value > span)
+    ticks = _nice_ticks(low_value, high_value) if from_data else _nice_ticks(min(low_value, 0.0), max(high_value, 0.0))
     low, high = ticks[0], ticks[-1]
     pw = ICHART_W - ICHART_LEFT - ICHART_RIGHT
     ph = ICHART_H - ICHART_TOP - ICHART_BOTTOM
@@ -399,12 +404,21 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
     labels: list[dict[str, Any]] = []
     for n, name in enumerate(e for e in entrants if e in series):
         by_version = {p["version"]: p["metrics"].get(metric.name) for p in series[name]}
-        pts = [(x(i), y(by_version[v])) for i, v in enumerate(order)
-               if isinstance(by_version.get(v), (int, float)) and math.isfinite(by_version[v])]
+        # A version without a value (n/a, or not scored for this entrant) breaks the line: segments.
+        segments: list[list[tuple[float, float]]] = [[]]
+        for i, v in enumerate(order):
+            value = by_version.get(v)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                segments[-1].append((x(i), y(value)))
+            elif segments[-1]:
+                segments.append([])
+        segments = [seg for seg in segments if seg]
+        pts = [pt for seg in segments for pt in seg]
         if not pts:
             continue
         colour, dash = SERIES_COLOURS[n % len(SERIES_COLOURS)], SERIES_DASHES[n % len(SERIES_DASHES)]
-        lines.append({"name": name, "points": " ".join(f"{px},{py}" for px, py in pts), "colour": colour,
+        lines.append({"name": name, "points": " ".join(f"{px},{py}" for px, py in segments[0]), "colour": colour,
+                      "more": [" ".join(f"{px},{py}" for px, py in seg) for seg in segments[1:]],
                       "dash": dash, "dots": [{"x": px, "y": py} for px, py in pts]})
         labels.append({"name": name, "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": colour})
     if ref_values:
@@ -436,7 +450,11 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         "y_ticks": [{"y": y(t), "label": no_negative_zero(metric.fmt.format(t) if metric.fmt else f"{t:g}")}
                     for t in ticks],
         "zero": y(0.0) if low < 0 < high else None,
+        "from_data": from_data,
+        "axis_note": (f"axis from {no_negative_zero(metric.fmt.format(low) if metric.fmt else f'{low:g}')}, "
+                      "chosen from the data (not from 0)") if from_data else "",
         "x_ticks": x_ticks, "lines": lines, "labels": labels, "has_final": any(t["final"] for t in x_ticks),
+        "has_gaps": any(line.get("more") for line in lines),
         "columns": x_ticks, "table": table, "reference": reference[1] if ref_values and reference else None,
         "x_label_y": ICHART_H - 6, "x_mid": round(ICHART_LEFT + pw / 2, 2), "y_mid": round(ICHART_TOP + ph / 2, 2),
     }
