@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Number
 from typing import Any
+from urllib.parse import quote
 
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
@@ -263,7 +264,8 @@ def _filter_value(v: Any) -> str:
 
 
 def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
-               case_url: Callable[[str], str | None] | None = None) -> dict[str, Any] | None:
+               case_url: Callable[[str], str | None] | None = None,
+               query: Mapping[str, str] | None = None, page_size: int | None = None) -> dict[str, Any] | None:
     """The debug table: columns with their sort type, rows of cells with sort keys, and the filters.
 
     Generic over kinds: the boolean column the kind names ``case_correct_column``
@@ -307,6 +309,14 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
     selects.sort(key=lambda t: (t[0], t[1]))  # fewest options first (a split, then a kind's categories)
     filtered = {f["col"] for f in [wrong_only, *[s for _, _, s in selects], *ranges] if f}
 
+    # More rows than a page holds: filtered and paged here, on the server (the page stays small; the CSV
+    # download stays whole). Fewer: every row goes out and the page's script filters them.
+    total = len(rows)
+    paging: dict[str, Any] = {"paged": False}
+    if page_size is not None and total > page_size:
+        rows, paging = _case_rows_paged(rows, query or {}, page_size, wrong_only, [s for _, _, s in selects],
+                                        ranges)
+
     out_rows = []
     for row in rows:
         cells = []
@@ -328,6 +338,58 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *,
         "selects": [s for _, _, s in selects],
         "ranges": ranges,
         "has_filters": bool(filtered),
+        "total": total,
+        **paging,
+    }
+
+
+def _case_rows_paged(rows: Sequence[Mapping[str, Any]], query: Mapping[str, str], page_size: int,
+                     wrong_only: dict | None, selects: list[dict], ranges: list[dict]) -> tuple[list, dict]:
+    """The rows the query's filters keep (the same keys as the page's filter controls), and one page of them."""
+    values: dict[str, str] = {}
+    equal: list[tuple[str, str]] = []  # (column, filter value)
+    bounds: list[tuple[str, str, float]] = []  # (column, "min" or "max", bound)
+    for f in ([wrong_only] if wrong_only else []) + selects:
+        wanted = str(query.get(f["key"], "")).strip()
+        if wanted:
+            values[f["key"]] = wanted
+            equal.append((f["key"], wanted))
+    for r in ranges:
+        for end in ("min", "max"):
+            name = f"{r['key']}-{end}"
+            try:
+                bound = float(str(query.get(name, "")).strip())
+            except ValueError:
+                continue
+            if math.isfinite(bound):
+                values[name] = str(query.get(name)).strip()
+                bounds.append((r["key"], end, bound))
+
+    def keeps(row: Mapping[str, Any]) -> bool:
+        if any(_filter_value(row.get(key)) != wanted for key, wanted in equal):
+            return False
+        for key, end, bound in bounds:
+            v = row.get(key)
+            number = float(v) if _is_number(v) else math.nan  # type: ignore[arg-type]  # a Number
+            if not (math.isfinite(number) and (number >= bound if end == "min" else number <= bound)):
+                return False  # a row without a value is outside any range
+        return True
+
+    kept = [row for row in rows if keeps(row)]
+    pages = max(1, math.ceil(len(kept) / page_size))
+    try:
+        page = min(max(int(str(query.get("page", "1"))), 1), pages)
+    except ValueError:
+        page = 1
+    start = (page - 1) * page_size
+
+    def link(n: int) -> str:
+        return "?" + "&".join(f"{k}={quote(v)}" for k, v in [*values.items(), ("page", str(n))]) + "#cases"
+
+    return kept[start:start + page_size], {
+        "paged": True, "matched": len(kept), "page": page, "pages": pages, "first": start + 1 if kept else 0,
+        "last": min(start + page_size, len(kept)), "values": values, "page_size": page_size,
+        "previous_url": link(page - 1) if page > 1 else None, "next_url": link(page + 1) if page < pages else None,
     }
 
 

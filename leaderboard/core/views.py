@@ -458,6 +458,10 @@ def my_submissions(request):
     return render(request, "core/my_submissions.html", {"submissions": subs})
 
 
+# The per-case table of a submission page: longer tables are filtered and paged on the server.
+CASE_PAGE_SIZE = 200
+
+
 @login_required
 def submission_detail(request, pk):
     sub = get_object_or_404(
@@ -476,7 +480,8 @@ def submission_detail(request, pk):
         "panels": presentation.split_panels(b.kind_impl, b.config, scores, case_rows),
         "standing": selectors.submission_standing(sub, viewer=request.user),
         "case_table": presentation.case_table(
-            b.kind_impl, case_rows, case_url=lambda cid: _case_url(b.slug, cid, f"?submission={sub.pk}")),
+            b.kind_impl, case_rows, case_url=lambda cid: _case_url(b.slug, cid, f"?submission={sub.pk}"),
+            query=request.GET, page_size=CASE_PAGE_SIZE),
         "hidden_rows": sum(1 for r in case_rows if r.get("split") == selectors.HIDDEN_SPLIT_LABEL),
         "round_open": open_,
         "events": list(sub.events.order_by("at", "id")),

@@ -190,5 +190,17 @@ def _page_changes(live_server, chromium, site, width):
         assert page.locator("[data-role=waits-for-truth]").is_visible()
         page.goto(base + site["mine"]["submit properties"])
         assert page.locator("#submit-form button[type=submit]").first.inner_text().strip() == "Upload and score"
+        # The antibody submission's 246 per-case rows: paged and filtered by the server.
+        page.goto(base + site["mine"]["submission properties"])
+        count = page.locator("[data-role=pager] [data-role=count]")
+        assert count.inner_text() == "Rows 1–200 of 246"
+        assert page.locator("table[data-case-table] tbody tr").count() == 200
+        page.locator("[data-role=pager] a[rel=next]").click()
+        assert count.inner_text() == "Rows 201–246 of 246"
+        page.select_option("select[data-filter-key=split]", "dev")
+        page.click("form[data-role=filters] button[type=submit]")
+        page.wait_for_url("**split=dev**")
+        shown = page.locator("table[data-case-table] tbody tr").count()
+        assert 0 < shown < 200 and count.inner_text() == f"Rows 1–{shown} of {shown} matching the filters (246 in all)"
     finally:
         context.close()
