@@ -228,6 +228,8 @@ def round_detail(request, slug, number):
         "kind_template": kind.round_template,
         "kind_public": selectors.round_public(round_),
         "universe": universe_link(kind, round_),
+        # A kind whose provisional boards do not rank (portfolio): the order the rows come in is said.
+        "ranks_withheld": any(r.rank is None for r in board.rows),
     })
 
 

@@ -584,7 +584,7 @@ def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()
     starting with one of ``prefixes``; errors name the file, row and column."""
     errs = ErrorList(file=filename or "universe.csv")
     table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_MAX_BYTES, required=("id",),
-                               prefixes=tuple(prefixes), what="id")
+                               prefixes=tuple(prefixes), what="id", keep_going=True)
     pos = table.position()
     extra = [h for h in table.header if prefixes and h.startswith(tuple(prefixes))]
     seen: dict[str, int] = {}
@@ -633,13 +633,14 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
     row and column (``filename`` names the file too).
     """
     errs = ErrorList(file=filename)
-    table = csvfile.read_table(data, errs=errs, max_bytes=max_bytes, required=("id", *columns), what=what)
+    table = csvfile.read_table(data, errs=errs, max_bytes=max_bytes, required=("id", *columns), what=what,
+                               keep_going=True)
     pos = table.position()
     index = universe.index
     values = np.full((len(universe), len(columns)), np.nan)
     first = np.zeros(len(universe), dtype=np.int64)
     i_id = pos["id"]
-    cols = [(j, c, pos[c]) for j, c in enumerate(columns)]
+    cols = [(j, c, pos[c]) for j, c in enumerate(columns) if c not in table.missing]
     for row, rec in table.rows:
         if len(errs.items) >= errs.cap:
             break

@@ -182,6 +182,11 @@ def _page_changes(live_server, chromium, site, width):
         assert underline == "underline"
         # The portfolio round's universe link counts the rows of its file, CASH said apart.
         page.goto(base + site["paths"]["portfolio round"])
+        # A pending portfolio board withholds ranks and says in which order its rows come: as they arrived.
+        assert page.locator("[data-role=board-order]").is_visible()
+        order = page.locator("#board tbody tr[data-entrant]").evaluate_all(
+            "trs => trs.map(tr => tr.getAttribute('data-entrant'))")
+        assert order == ["ada", "bo", "cy"]  # atlas, birch, cedar uploaded in that order
         text = page.locator("a[href$='/universe/']").inner_text()
         assert text == "Download the universe (4 ids in the file; CASH always allowed beside them)"
         _login(page, base)
