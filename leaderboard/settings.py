@@ -75,6 +75,10 @@ MIDDLEWARE = [
     # /healthz, /readyz and /metrics, before the host check, the HTTPS redirect and anything
     # that needs the database (leaderboard/core/probes.py).
     "leaderboard.core.probes.ProbesMiddleware",
+    # Pages, JSON and CSV gzip-compressed for clients that accept it (docs/deploy.md, "Compression":
+    # Django's own, with its BREACH mitigation, and masked CSRF tokens). Outside every middleware that
+    # writes a body (the API's JSON errors, the outage page), so those are compressed too.
+    "django.middleware.gzip.GZipMiddleware",
     # The API throttles' RateLimit-* headers (leaderboard/core/throttles.py notes them on the request)
     # and X-Min-Client-Version on every /api/ answer.
     "leaderboard.core.middleware.ApiHeadersMiddleware",

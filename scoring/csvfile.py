@@ -143,13 +143,16 @@ class Table:
 
     header: list[str]
     rows: list[tuple[int, list[str]]]
+    # Required columns the header lacks (read_table with ``keep_going``): their cells are not checked.
+    missing: tuple[str, ...] = ()
 
     def position(self) -> dict[str, int]:
         return {name: i for i, name in reversed(list(enumerate(self.header)))}
 
 
 def read_table(data: bytes, *, errs: ErrorList, max_bytes: int, required: Sequence[str] = (),
-               optional: Sequence[str] = (), prefixes: Sequence[str] = (), what: str = "row") -> Table:
+               optional: Sequence[str] = (), prefixes: Sequence[str] = (), what: str = "row",
+               keep_going: bool = False) -> Table:
     """Read a whole CSV upload into a Table, or raise ValidationFailed with every problem found.
 
     The header must hold every ``required`` column once; it may hold the
@@ -192,10 +195,13 @@ def read_table(data: bytes, *, errs: ErrorList, max_bytes: int, required: Sequen
                 hint = f" (columns must be separated by commas, not {'semicolons' if ';' in name else 'tabs'})"
             errs.add(f"unexpected column {show(name)}{hint}; the columns are {want}", row=1, column=name[:100])
         seen.add(name)
-    for name in required:
-        if name not in seen:
-            errs.add(f"missing column {name!r}", row=1, column=name)
-    errs.raise_if_any()
+    missing = tuple(name for name in required if name not in seen)
+    for name in missing:
+        errs.add(f"missing column {name!r}", row=1, column=name)
+    # ``keep_going``: a header problem does not hide the rows' problems (every one is reported at once),
+    # unless the first required column, the key each row is checked by, is missing.
+    if not keep_going or (required and required[0] in missing):
+        errs.raise_if_any()
 
     rows: list[tuple[int, list[str]]] = []
     width = len(header)
@@ -225,7 +231,7 @@ def read_table(data: bytes, *, errs: ErrorList, max_bytes: int, required: Sequen
         rows.append((start, rec))
     if not rows and not errs:
         errs.add(f"the file has a header but no {what}s")
-    return Table(header, rows)
+    return Table(header, rows, missing)
 
 
 def number(raw: str) -> tuple[float | None, str | None]:

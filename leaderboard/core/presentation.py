@@ -13,11 +13,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Number
 from typing import Any
+from urllib.parse import quote
 
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from scoring.kinds.base import Kind, MetricSpec
+from scoring.kinds.base import Kind, MetricSpec, no_negative_zero
 
 # A column of a per-case table whose values are few strings becomes a filter
 # (a select) when it has between 2 and this many distinct values.
@@ -263,7 +264,8 @@ def _filter_value(v: Any) -> str:
 
 
 def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *, config: Mapping[str, Any] | None = None,
-               case_url: Callable[[str], str | None] | None = None) -> dict[str, Any] | None:
+               case_url: Callable[[str], str | None] | None = None,
+               query: Mapping[str, str] | None = None, page_size: int | None = None) -> dict[str, Any] | None:
     """The debug table: columns with their sort type, rows of cells with sort keys, and the filters.
 
     Generic over kinds: the boolean column the kind names ``case_correct_column``
@@ -311,6 +313,14 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *, config: Mapping
     selects.sort(key=lambda t: (t[0], t[1]))  # fewest options first (a split, then a kind's categories)
     filtered = {f["col"] for f in [wrong_only, *[s for _, _, s in selects], *ranges] if f}
 
+    # More rows than a page holds: filtered and paged here, on the server (the page stays small; the CSV
+    # download stays whole). Fewer: every row goes out and the page's script filters them.
+    total = len(rows)
+    paging: dict[str, Any] = {"paged": False}
+    if page_size is not None and total > page_size:
+        rows, paging = _case_rows_paged(rows, query or {}, page_size, wrong_only, [s for _, _, s in selects],
+                                        ranges)
+
     out_rows = []
     for row in rows:
         cells = []
@@ -332,6 +342,58 @@ def case_table(kind: Kind, rows: Sequence[Mapping[str, Any]], *, config: Mapping
         "selects": [s for _, _, s in selects],
         "ranges": ranges,
         "has_filters": bool(filtered),
+        "total": total,
+        **paging,
+    }
+
+
+def _case_rows_paged(rows: Sequence[Mapping[str, Any]], query: Mapping[str, str], page_size: int,
+                     wrong_only: dict | None, selects: list[dict], ranges: list[dict]) -> tuple[list, dict]:
+    """The rows the query's filters keep (the same keys as the page's filter controls), and one page of them."""
+    values: dict[str, str] = {}
+    equal: list[tuple[str, str]] = []  # (column, filter value)
+    bounds: list[tuple[str, str, float]] = []  # (column, "min" or "max", bound)
+    for f in ([wrong_only] if wrong_only else []) + selects:
+        wanted = str(query.get(f["key"], "")).strip()
+        if wanted:
+            values[f["key"]] = wanted
+            equal.append((f["key"], wanted))
+    for r in ranges:
+        for end in ("min", "max"):
+            name = f"{r['key']}-{end}"
+            try:
+                bound = float(str(query.get(name, "")).strip())
+            except ValueError:
+                continue
+            if math.isfinite(bound):
+                values[name] = str(query.get(name)).strip()
+                bounds.append((r["key"], end, bound))
+
+    def keeps(row: Mapping[str, Any]) -> bool:
+        if any(_filter_value(row.get(key)) != wanted for key, wanted in equal):
+            return False
+        for key, end, bound in bounds:
+            v = row.get(key)
+            number = float(v) if _is_number(v) else math.nan  # type: ignore[arg-type]  # a Number
+            if not (math.isfinite(number) and (number >= bound if end == "min" else number <= bound)):
+                return False  # a row without a value is outside any range
+        return True
+
+    kept = [row for row in rows if keeps(row)]
+    pages = max(1, math.ceil(len(kept) / page_size))
+    try:
+        page = min(max(int(str(query.get("page", "1"))), 1), pages)
+    except ValueError:
+        page = 1
+    start = (page - 1) * page_size
+
+    def link(n: int) -> str:
+        return "?" + "&".join(f"{k}={quote(v)}" for k, v in [*values.items(), ("page", str(n))]) + "#cases"
+
+    return kept[start:start + page_size], {
+        "paged": True, "matched": len(kept), "page": page, "pages": pages, "first": start + 1 if kept else 0,
+        "last": min(start + page_size, len(kept)), "values": values, "page_size": page_size,
+        "previous_url": link(page - 1) if page > 1 else None, "next_url": link(page + 1) if page < pages else None,
     }
 
 
@@ -388,7 +450,12 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
     values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
     if not values:
         return None
-    ticks = _nice_ticks(min(values + [0.0]), max(values + [0.0]))
+    low_value, high_value = min(values), max(values)
+    span = high_value - low_value
+    # Zero on the axis while the values reach near it; values far from zero on one side (a ranking round's
+    # NDCG between 0.60 and 0.70) get an axis from the data, or their lines would overlap, and it says so.
+    from_data = (low_value > 0 and low_value > span) or (high_value < 0 and -high_value > span)
+    ticks = _nice_ticks(low_value, high_value) if from_data else _nice_ticks(min(low_value, 0.0), max(high_value, 0.0))
     low, high = ticks[0], ticks[-1]
     pw = ICHART_W - ICHART_LEFT - ICHART_RIGHT
     ph = ICHART_H - ICHART_TOP - ICHART_BOTTOM
@@ -403,12 +470,21 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
     labels: list[dict[str, Any]] = []
     for n, name in enumerate(e for e in entrants if e in series):
         by_version = {p["version"]: p["metrics"].get(metric.name) for p in series[name]}
-        pts = [(x(i), y(by_version[v])) for i, v in enumerate(order)
-               if isinstance(by_version.get(v), (int, float)) and math.isfinite(by_version[v])]
+        # A version without a value (n/a, or not scored for this entrant) breaks the line: segments.
+        segments: list[list[tuple[float, float]]] = [[]]
+        for i, v in enumerate(order):
+            value = by_version.get(v)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                segments[-1].append((x(i), y(value)))
+            elif segments[-1]:
+                segments.append([])
+        segments = [seg for seg in segments if seg]
+        pts = [pt for seg in segments for pt in seg]
         if not pts:
             continue
         colour, dash = SERIES_COLOURS[n % len(SERIES_COLOURS)], SERIES_DASHES[n % len(SERIES_DASHES)]
-        lines.append({"name": name, "points": " ".join(f"{px},{py}" for px, py in pts), "colour": colour,
+        lines.append({"name": name, "points": " ".join(f"{px},{py}" for px, py in segments[0]), "colour": colour,
+                      "more": [" ".join(f"{px},{py}" for px, py in seg) for seg in segments[1:]],
                       "dash": dash, "dots": [{"x": px, "y": py} for px, py in pts]})
         labels.append({"name": name, "y": pts[-1][1], "x": pts[-1][0] + 8, "colour": colour})
     if ref_values:
@@ -437,9 +513,14 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         "metric": metric,
         "width": ICHART_W, "height": ICHART_H, "left": ICHART_LEFT, "right": ICHART_W - ICHART_RIGHT,
         "top": ICHART_TOP, "bottom": ICHART_H - ICHART_BOTTOM,
-        "y_ticks": [{"y": y(t), "label": metric.fmt.format(t) if metric.fmt else f"{t:g}"} for t in ticks],
+        "y_ticks": [{"y": y(t), "label": no_negative_zero(metric.fmt.format(t) if metric.fmt else f"{t:g}")}
+                    for t in ticks],
         "zero": y(0.0) if low < 0 < high else None,
+        "from_data": from_data,
+        "axis_note": (f"axis from {no_negative_zero(metric.fmt.format(low) if metric.fmt else f'{low:g}')}, "
+                      "chosen from the data (not from 0)") if from_data else "",
         "x_ticks": x_ticks, "lines": lines, "labels": labels, "has_final": any(t["final"] for t in x_ticks),
+        "has_gaps": any(line.get("more") for line in lines),
         "columns": x_ticks, "table": table, "reference": reference[1] if ref_values and reference else None,
         "x_label_y": ICHART_H - 6, "x_mid": round(ICHART_LEFT + pw / 2, 2), "y_mid": round(ICHART_TOP + ph / 2, 2),
     }
@@ -487,6 +568,7 @@ def format_cell(value: Any, fmt: str = "{:.4f}") -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     try:
-        return fmt.format(value)
+        text = fmt.format(value)
     except (ValueError, TypeError):
         return str(value)
+    return no_negative_zero(text)

@@ -177,7 +177,9 @@ def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
                                                     "first final truth is scored."})))
     rounds = selectors.rounds_of(b)
     open_ids = set(selectors.rounds_open(b).values_list("pk", flat=True))
+    current = selectors.current_round(b)
     return render(request, "core/round_benchmark_detail.html", {
+        "current": current, "universe": universe_link(kind, current) if current else None,
         "benchmark": b, "kind": kind, "track": track,
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
@@ -225,7 +227,17 @@ def round_detail(request, slug, number):
         "notes": list((round_.data or {}).get("notes", [])),
         "kind_template": kind.round_template,
         "kind_public": selectors.round_public(round_),
+        "universe": universe_link(kind, round_),
+        # A kind whose provisional boards do not rank (portfolio): the order the rows come in is said.
+        "ranks_withheld": any(r.rank is None for r in board.rows),
     })
+
+
+def universe_link(kind, round_) -> dict:
+    """What a round's universe download says: the rows of its file (``universe_size`` counts the ids the
+    kind adds beside them, portfolio's CASH) and those added ids."""
+    implicit = list(kind.implicit_universe_ids)
+    return {"rows": max(round_.universe_size - len(implicit), 0), "implicit": implicit}
 
 
 def comparison_sets(request, slug):
@@ -387,6 +399,9 @@ def submit(request, slug):
         "remaining_today": quota_remaining(user=request.user, benchmark=b),
         "format_html": render_markdown(b.kind_impl.format_help(b.config)),
         "verify_available": b.kind_impl.verify_available(b.config),
+        # A round upload waits for its round's truth: the button says only what it does now.
+        "scored_on_upload": not b.kind_impl.is_round_kind,
+        "current": selectors.current_round(b) if b.kind_impl.is_round_kind else None,
     }, status=status)
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
@@ -446,6 +461,10 @@ def my_submissions(request):
     return render(request, "core/my_submissions.html", {"submissions": subs})
 
 
+# The per-case table of a submission page: longer tables are filtered and paged on the server.
+CASE_PAGE_SIZE = 200
+
+
 @login_required
 def submission_detail(request, pk):
     sub = get_object_or_404(
@@ -464,7 +483,8 @@ def submission_detail(request, pk):
         "panels": presentation.split_panels(b.kind_impl, b.config, scores, case_rows),
         "standing": selectors.submission_standing(sub, viewer=request.user),
         "case_table": presentation.case_table(
-            b.kind_impl, case_rows, config=b.config, case_url=lambda cid: _case_url(b.slug, cid, f"?submission={sub.pk}")),
+            b.kind_impl, case_rows, config=b.config, case_url=lambda cid: _case_url(b.slug, cid, f"?submission={sub.pk}"),
+            query=request.GET, page_size=CASE_PAGE_SIZE),
         "hidden_rows": sum(1 for r in case_rows if r.get("split") == selectors.HIDDEN_SPLIT_LABEL),
         "round_open": open_,
         "events": list(sub.events.order_by("at", "id")),

@@ -108,7 +108,7 @@ Ginkgo's competition: the split below and the leaderboard are ours.
 Not every antibody was measured for every property (Tm2 and PR_CHO have the most
 gaps): an antibody without a measurement is left out of that property's metrics.
 
-### Data and split
+### The split
 
 - **Cases** (*Cases as CSV*, or `GET /api/benchmarks/antibody-developability/cases/?format=csv`):
   every antibody with its `fold`, `heavy_sequence`, `light_sequence` and `split`.
@@ -120,13 +120,9 @@ gaps): an antibody without a measurement is left out of that property's metrics.
   the **private** one (49), revealed after the deadline. Which test antibodies are
   public stays hidden until then, and so does their truth.
 
-### Scoring
-
-As Ginkgo's evaluation: per property the **Spearman** correlation between your
-predictions and the measurements, and the **top-10% recall** on all five (how many
-of the best 10% your best 10% contains; the best are the lowest values where lower
-is better), with k = int(0.1 × n) over the measured antibodies.
-**Score = 0.6 × mean Spearman + 0.4 × mean top-10% recall.**
+Metrics follow Ginkgo's evaluation: Spearman per property and top-10% recall on all
+five, with k = int(0.1 × n) over the measured antibodies (the exact rule is under
+*Rules and file format* below).
 
 ### Baselines
 
@@ -137,13 +133,9 @@ to this split): MOE descriptors, ESM-2 embeddings with ridge regression, one-hot
 sequences with ridge regression, TAP descriptors with a linear model, and random
 values.
 
-### Rules
+### Competition rules
 
-- Upload a CSV with exactly the columns `sequence_id`, the five properties and
-  `fold`: one row per test antibody (rows for training antibodies are optional and
-  scored on the dev split only). See the file format below and the example file.
-- Every value must be a number (no empty cells, no NaN); the `fold` of each row
-  must equal the published fold. Files up to 10 MB.
+- What a file must hold is under *Rules and file format* below (and in the example file).
 - Train only on the training set; no other measurement of these antibodies may be used.
 - Up to **5 submissions per day** (UTC) per participant; rejected files do not count.
 - Submissions close on **31 December 2030, 23:59 UTC**. Until then select the

@@ -48,6 +48,14 @@ class MetricSpec:
     description: str = ""
 
 
+def no_negative_zero(text: str) -> str:
+    """A formatted value without the sign of one that rounds to zero ("-0.0000" reads "0.0000",
+    "-0.00%" "0.00%"): every page's number formatting ends here."""
+    if text.startswith("-") and not any(ch in "123456789" for ch in text):
+        return text[1:]
+    return text
+
+
 DEV = "dev"
 RANKED_SPLITS = ("public", "private")
 SPLITS = (DEV, *RANKED_SPLITS)
@@ -613,6 +621,9 @@ class RoundKind(Kind):
     # the pairwise MCWNM, APCWNM). The engine computes them once when the round closes
     # (``score_truth_free``) and hands them to every truth version's scorer (``RoundInputs.truth_free``).
     truth_free_metrics: ClassVar[tuple[str, ...]] = ()
+    # Ids every round's universe holds beside the rows of its file (portfolio: CASH): the universe
+    # download has ``universe_size`` less these rows, and its link says so.
+    implicit_universe_ids: ClassVar[tuple[str, ...]] = ()
 
     # -- bundles: a round benchmark's bundle is benchmark.json alone --------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
@@ -748,7 +759,7 @@ def read_id_universe(data: bytes, *, filename: str, prefixes: Sequence[str] = ()
     starting with one of ``prefixes``; errors name the file, row and column."""
     errs = ErrorList(file=filename or "universe.csv")
     table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_MAX_BYTES, required=("id",),
-                               prefixes=tuple(prefixes), what="id")
+                               prefixes=tuple(prefixes), what="id", keep_going=True)
     pos = table.position()
     extra = [h for h in table.header if prefixes and h.startswith(tuple(prefixes))]
     seen = UNIVERSE_ID.first_rows()
@@ -792,13 +803,14 @@ def read_id_values(data: bytes, *, universe: Universe, columns: Sequence[str], m
         if fast is not None:
             return fast
     errs = ErrorList(file=filename)
-    table = csvfile.read_table(data, errs=errs, max_bytes=max_bytes, required=("id", *columns), what=what)
+    table = csvfile.read_table(data, errs=errs, max_bytes=max_bytes, required=("id", *columns), what=what,
+                               keep_going=True)
     pos = table.position()
     index = universe.index
     values = np.full((len(universe), len(columns)), np.nan)
     first = np.zeros(len(universe), dtype=np.int64)
     i_id = pos["id"]
-    cols = [(j, c, pos[c]) for j, c in enumerate(columns)]
+    cols = [(j, c, pos[c]) for j, c in enumerate(columns) if c not in table.missing]
     for row, rec in table.rows:
         if len(errs.items) >= errs.cap:
             break

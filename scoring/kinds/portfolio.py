@@ -142,6 +142,7 @@ class PortfolioKind(RoundKind):
     round_template = "core/kinds/portfolio_round.html"
     ranks_provisional = False
     has_comparison_sets = True
+    implicit_universe_ids = (CASH,)
     json_submission_keys = SUBMISSION_KEYS
 
     # -- configuration ------------------------------------------------------
@@ -187,7 +188,7 @@ class PortfolioKind(RoundKind):
         index = self.validate_config(config)["benchmark_option"]
         errs = ErrorList(file=filename or "universe.csv")
         table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_BYTES, required=(OPTION, START),
-                                   what="option")
+                                   what="option", keep_going=True)
         pos = table.position()
         seen = OPTION_ID.first_rows()
         cases: list[Case] = []
@@ -199,6 +200,8 @@ class PortfolioKind(RoundKind):
                 ok = False
             else:
                 ok = seen.take(name, row, errs)
+            if START in table.missing:  # the header's problem is named; the options are still checked
+                continue
             price, message = csvfile.number(rec[pos[START]])
             if message:
                 errs.add(message, row, START)
@@ -409,7 +412,8 @@ class PortfolioKind(RoundKind):
         an option left out has no price yet (portfolios holding it, and the oracle, wait)."""
         index = self.validate_config(config)["benchmark_option"]
         errs = ErrorList(file=filename or "prices.csv")
-        table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_BYTES, required=(OPTION, END), what="option")
+        table = csvfile.read_table(data, errs=errs, max_bytes=UNIVERSE_BYTES, required=(OPTION, END), what="option",
+                                   keep_going=True)
         pos = table.position()
         values = np.full((len(universe), 1), np.nan)
         first: dict[int, int] = {}
@@ -427,6 +431,8 @@ class PortfolioKind(RoundKind):
                 at = None
             else:
                 first[at] = row
+            if END in table.missing:  # the header's problem is named; the options are still checked
+                continue
             value, message = csvfile.number(rec[pos[END]])
             if message is None and value is not None and value < 0:
                 message = f"a price cannot be negative; got {value:g}"

@@ -37,6 +37,8 @@
     this.form = root.querySelector("form[data-role=filters]");
     this.count = root.querySelector("[data-role=count]");
     this.none = root.querySelector("[data-role=none]");
+    // A table longer than a page is filtered and paged by the server (the form is a GET): here only sorting.
+    this.server = !!(this.form && this.form.hasAttribute("data-server"));
     this.sortCol = -1;
     this.sortDir = 1;
     each(this.rows, function (tr, i) { tr.setAttribute("data-index", String(i)); });
@@ -70,6 +72,7 @@
   };
 
   CaseTable.prototype.apply = function () {
+    if (this.server) return;
     var tests = this.tests();
     var shown = 0;
     each(this.rows, function (tr) {
@@ -128,6 +131,10 @@
   CaseTable.prototype.setFilters = function (params) {
     var self = this;
     if (!this.form) return;
+    if (this.server) {  // the server filters: ask it for these rows
+      window.location.href = "?" + params.toString() + "#" + (this.root.id || "cases");
+      return;
+    }
     this.form.reset();
     each(this.controls(), function (c) {
       var key = c.getAttribute("data-filter-key");
@@ -144,7 +151,7 @@
       var button = th.querySelector("button") || th;
       button.addEventListener("click", function () { self.sortBy(i); });
     });
-    if (this.form) {
+    if (this.form && !this.server) {
       this.form.hidden = false;
       this.form.addEventListener("input", function () { self.apply(); });
       this.form.addEventListener("change", function () { self.apply(); });

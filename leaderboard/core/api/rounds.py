@@ -16,8 +16,10 @@ from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.permissions import IsStaff
 from leaderboard.core.api.views import (
+    BOARD_FORMAT_PARAMETER,
     FORMAT_PARAMETER,
     PAGING_PARAMETERS,
+    board_csv_answer,
     board_data,
     cached_board_answer,
     csv_response,
@@ -197,13 +199,19 @@ def round_board_rows(page) -> list[dict]:
 class RoundLeaderboard(APIView):
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(parameters=PAGING_PARAMETERS, responses={200: s.RoundBoardSerializer, 400: s.ErrorsSerializer},
+    @extend_schema(parameters=[*PAGING_PARAMETERS, BOARD_FORMAT_PARAMETER],
+                   responses={(200, "application/json"): s.RoundBoardSerializer, (200, "text/csv"): bytes,
+                              400: s.ErrorsSerializer},
                    summary="The round's board: provisional values carry the date of their snapshot")
     def get(self, request, slug, n):
         r = _round(request, slug, n)
         paging, error = paging_or_error(request)
         if error:
             return error
+        if wants_csv(request):
+            return board_csv_answer(f"{r.benchmark.slug}-round-{r.number}-board.csv",
+                                    lambda number, size: selectors.round_board_page(r, page=number, page_size=size),
+                                    round_board_rows)
 
         def board():
             page = selectors.round_board_page(r, page=paging[0], page_size=paging[1])

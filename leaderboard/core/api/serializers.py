@@ -182,7 +182,8 @@ class SubmissionSerializer(serializers.Serializer):
     leaderboard = StandingSerializer(many=True, required=False,
                                      help_text="One submission's answer only: per leaderboard split shown, "
                                                "listed or why not.")
-    url = serializers.CharField()
+    url = serializers.CharField(help_text="This submission in the API (the upload's answer names the same URL).")
+    page_url = serializers.CharField(help_text="This submission's page in the browser.")
 
 
 class SubmissionPageSerializer(serializers.Serializer):

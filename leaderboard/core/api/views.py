@@ -1,8 +1,10 @@
 """API views: one per action, each calling the same services and selectors as the pages."""
 from __future__ import annotations
 
-from django.http import HttpResponse, QueryDict
-from django.shortcuts import get_object_or_404
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.http import Http404, HttpResponse, QueryDict
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, status
@@ -49,6 +51,12 @@ def benchmark_summary(request, b: Benchmark) -> dict:
             "url": request.build_absolute_uri(reverse("api-benchmark", args=[b.slug]))}
 
 
+def submission_urls(request, sub: Submission) -> dict:
+    """``url``: the submission in the API, as every answer names it (the upload's 202 too); ``page_url``: its page."""
+    return {"url": request.build_absolute_uri(reverse("api-submission", args=[sub.pk])),
+            "page_url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk]))}
+
+
 def submission_dict(request, sub: Submission, *, standing: bool = False,
                     listed: selectors.ListedSubmission | None = None) -> dict:
     """A submission as the API shows it; ``standing``: with ``leaderboard`` (where it stands, and why);
@@ -64,7 +72,7 @@ def submission_dict(request, sub: Submission, *, standing: bool = False,
         "provisional": bool(sub.truth_version is not None and not sub.truth_version.is_final),
         "truth_version": sub.truth_version.version if sub.truth_version is not None else None,
         "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
-        "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
+        **submission_urls(request, sub),
     }
     if standing:
         out["leaderboard"] = selectors.submission_standing(sub, viewer=request.user)
@@ -91,7 +99,7 @@ def round_submission_dict(request, sub: Submission, *, history: list[dict] | Non
         "truth_version": latest["version"] if latest else None, "history": history,
         "errors": sub.errors, "audit_hash": sub.audit_hash, "original_name": sub.original_name, "size": sub.size,
         "note": own_note(request, sub), "is_selected": False, "created_at": sub.received_at, "started_at": sub.started_at,
-        "scored_at": sub.scored_at, "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
+        "scored_at": sub.scored_at, **submission_urls(request, sub),
     }
 
 
@@ -158,6 +166,8 @@ class BenchmarkDetail(APIView):
 PAGING_PARAMETERS = [s.PagingQuerySerializer]
 
 FORMAT_PARAMETER = OpenApiParameter("format", str, enum=["json", "csv"], description="json (default) or csv")
+BOARD_FORMAT_PARAMETER = OpenApiParameter("format", str, enum=["json", "csv"],
+                                          description="csv: the whole board (every row, not paged) as CSV")
 # A list of rows as JSON, or the same rows as CSV with ?format=csv.
 ROWS_OR_CSV = {(200, "application/json"): {"type": "array", "items": {"type": "object"}}, (200, "text/csv"): bytes}
 
@@ -211,12 +221,61 @@ def cached_board_answer(request, benchmark: Benchmark, build) -> HttpResponse:
     return HttpResponse(body, content_type="application/json")
 
 
+BOARD_CSV_PAGE = 1000
+
+
+def board_csv_line(row: dict) -> dict:
+    """A board row as one CSV line: its ``metrics`` spread into a column each (after ``score``; a metric
+    named like a column already there, the ranking metric as ``score``, keeps that column), times in ISO 8601."""
+    out: dict = {}
+    for key, value in row.items():
+        if key == "metrics":
+            out.update({name: v for name, v in value.items() if name not in row})
+        else:
+            out[key] = value.isoformat() if isinstance(value, datetime) else value
+    return out
+
+
+def board_csv_answer(filename: str, read_page, shape) -> HttpResponse:
+    """The whole board as CSV (``?format=csv``): every row, not paged, cells a spreadsheet would run as a
+    formula neutralised (``leaderboard/core/csvexport.py``).
+
+    ``read_page(page, page_size)`` is the board's selector; ``shape(page)`` its API rows. Read in pages of
+    ``BOARD_CSV_PAGE`` inside one transaction, REPEATABLE READ on PostgreSQL (SQLite's read transaction is a
+    snapshot already), so a score landing meanwhile cannot shift a row from one page to the next.
+    """
+    lines: list[dict] = []
+    outermost = not connection.in_atomic_block  # inside one already (a test's), its snapshot stands
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        number: int | None = 1
+        while number is not None:
+            page = read_page(number, BOARD_CSV_PAGE)
+            lines.extend(board_csv_line(row) for row in shape(page))
+            number = page.next_page
+    return csv_response(lines, filename)
+
+
 def paging_or_error(request):
     """``(page, page_size)``, or a 400 Response naming the bad parameter."""
     try:
         return selectors.board_paging(request.query_params), None
     except selectors.BoardParamError as exc:
         return None, error_response([RowError(str(exc), column=exc.column)], 400)
+
+
+def leaderboard_rows(page: selectors.BoardPage) -> list[dict]:
+    return [{"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+             "submissions": r.submissions_count, "submission_id": r.submission_id,
+             "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
+             "updated_at": r.updated_at} for r in page.rows]
+
+
+def standings_rows(page: selectors.BoardPage) -> list[dict]:
+    return [{"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
+             "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows]
 
 
 class Leaderboard(APIView):
@@ -228,9 +287,10 @@ class Leaderboard(APIView):
                     OpenApiParameter("track", str, description="round benchmarks with tracks (portfolio: weekly, "
                                                                "monthly); default: the first track"),
                     *PAGING_PARAMETERS],
-        responses={200: PolymorphicProxySerializer("LeaderboardOrStandings",
-                                                   [s.LeaderboardSerializer, s.StandingsSerializer],
-                                                   resource_type_field_name=None),
+        responses={(200, "application/json"): PolymorphicProxySerializer(
+                       "LeaderboardOrStandings", [s.LeaderboardSerializer, s.StandingsSerializer],
+                       resource_type_field_name=None),
+                   (200, "text/csv"): bytes,
                    400: s.ErrorsSerializer, 403: s.ErrorsSerializer},
         summary="Ranked leaderboard rows (standings across resolved rounds for round benchmarks)",
     )
@@ -248,27 +308,34 @@ class Leaderboard(APIView):
             if track and track not in kind.tracks:
                 return error_response([RowError(f"unknown track {track!r}", column="track")], 400)
 
+            if wants_csv(request):
+                return board_csv_answer(
+                    f"{b.slug}-standings{'-' + track if track else ''}.csv",
+                    lambda number, size: selectors.standings_page(b, track=track, page=number, page_size=size),
+                    standings_rows)
+
             def standings():
                 page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])
-                return board_data(request, page, [
-                    {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-                     "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows],
-                    benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
+                return board_data(request, page, standings_rows(page),
+                                  benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
 
             return cached_board_answer(request, b, standings)
         split = split or selectors.default_split(b)
         if split == "private" and not selectors.private_visible(b, request.user):
             return error_response([RowError("the private leaderboard is not revealed yet", column="split")], 403)
 
+        if wants_csv(request):
+            return board_csv_answer(
+                f"{b.slug}-leaderboard-{split}.csv",
+                lambda number, size: selectors.leaderboard_page(b, split=split, viewer=request.user, page=number,
+                                                                page_size=size),
+                leaderboard_rows)
+
         def board():
             page = selectors.leaderboard_page(b, split=split, viewer=request.user, page=paging[0],
                                               page_size=paging[1])
-            return board_data(request, page, [
-                {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-                 "submissions": r.submissions_count, "submission_id": r.submission_id,
-                 "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
-                 "updated_at": r.updated_at} for r in page.rows],
-                benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
+            return board_data(request, page, leaderboard_rows(page),
+                              benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
 
         return cached_board_answer(request, b, board)
 
@@ -368,9 +435,19 @@ def _predictions_source(request, b: Benchmark, *, body_keys: tuple[str, ...] = U
 
 
 def _own_submission(request, pk) -> Submission:
+    """The submission, if the caller may see it (its owner, a member of its team, staff); otherwise a 404 that
+    says so in the API's error shape, the same whether it does not exist or is someone else's."""
     qs = Submission.objects.visible_to(request.user).select_related("benchmark", "entrant", "truth_version", "round",
                                                                    "user")
-    return get_object_or_404(qs, pk=pk)
+    return _submission_or_404(qs, pk)
+
+
+def _submission_or_404(qs, pk) -> Submission:
+    sub = qs.filter(pk=pk).first()
+    if sub is None:
+        raise Http404(f"no submission {pk} of yours: it does not exist, or it belongs to another participant "
+                      "(GET /api/benchmarks/{slug}/submissions/ lists yours)")
+    return sub
 
 
 class SubmissionDetail(APIView):
@@ -408,8 +485,8 @@ class SubmissionSelect(APIView):
     @extend_schema(request=None, responses={200: s.SubmissionSerializer, 409: s.ErrorsSerializer},
                    summary="Select this submission as the entrant's final one")
     def post(self, request, pk):
-        sub = get_object_or_404(Submission.objects.of_participant(request.user)
-                                .select_related("benchmark", "entrant", "round"), pk=pk)
+        sub = _submission_or_404(Submission.objects.of_participant(request.user)
+                                 .select_related("benchmark", "entrant", "round"), pk)
         try:
             submission_select(submission=sub, user=request.user)
         except SubmissionRejected as exc:

@@ -164,7 +164,7 @@ def stakes_load(*, round_: Round, data: bytes, filename: str = "stakes.csv") -> 
     errs = ErrorList(file=filename)
     try:
         table = csvfile.read_table(data, errs=errs, max_bytes=MAX_STAKES_BYTES, required=("entrant", "stake"),
-                                   what="stake")
+                                   what="stake", keep_going=True)
     except ValidationFailed as exc:
         raise _rejected(exc) from None
     pos = table.position()
@@ -179,6 +179,8 @@ def stakes_load(*, round_: Round, data: bytes, filename: str = "stakes.csv") -> 
             errs.add(f"entrant {name!r} has a stake already (row {first[name]})", row, "entrant")
         else:
             first[name] = row
+        if "stake" in table.missing:  # named in the header's problem; the entrants are still checked
+            continue
         raw = rec[pos["stake"]].strip()
         try:
             amount = Decimal(raw)

@@ -13,6 +13,8 @@ from django import template
 from django.utils.html import conditional_escape, format_html, strip_tags
 from django.utils.safestring import mark_safe
 
+from scoring.kinds.base import no_negative_zero
+
 from leaderboard.deid.tokens import TOKEN_RE
 
 register = template.Library()
@@ -29,7 +31,7 @@ def metric(value, spec):
         return "n/a"
     fmt = getattr(spec, "fmt", None) or "{:.4f}"
     try:
-        return fmt.format(value)
+        return no_negative_zero(fmt.format(value))
     except (ValueError, TypeError):
         return str(value)
 
@@ -46,7 +48,7 @@ def cell(value):
             return "n/a"
         if value.is_integer() and abs(value) >= 1e4:
             return f"{value:,.0f}"
-        return f"{value:.4f}"
+        return no_negative_zero(f"{value:.4f}")
     if isinstance(value, Number):
         return str(value)
     return value
