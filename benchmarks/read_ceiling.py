@@ -66,7 +66,7 @@ def load_wrk(base: str, path: str, *, cookie: str, seconds: float, script: Path)
         cmd += ["-H", f"Cookie: {cookie}"]
     out = subprocess.run([*cmd, base + path], capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p50 = _ms(re.search(r"50%\s+(\S+)", out).group(1))
+    p50 = _ms(re.search(r"^\s*50%\s+(\S+)", out, re.MULTILINE).group(1))
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     n_errors = (int(bad.group(1)) if bad else 0) + (sum(int(g) for g in errors.groups()) if errors else 0)

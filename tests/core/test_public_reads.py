@@ -48,9 +48,10 @@ def test_public_reads_cached_board_api_is_the_uncached_answer_from_no_query(
 
 def test_public_reads_board_change_shows_on_the_next_request(mini_benchmark, users, client):
     _upload(users["owner"], mini_benchmark, None)
-    assert [r["entrant"] for r in client.get(API).json()["rows"]] == ["owner"]
-    html = client.get(PAGE).content.decode()
-    assert re.findall(r'data-entrant="([^"]+)"', html) == ["owner"]
+    for _ in range(3):  # built, then from the cache, then from this process's copy of it
+        assert [r["entrant"] for r in client.get(API).json()["rows"]] == ["owner"]
+        html = client.get(PAGE).content.decode()
+        assert re.findall(r'data-entrant="([^"]+)"', html) == ["owner"]
     # member predicts A in reverse order (Spearman -1 on A): below owner, on the next request of each.
     _upload(users["member"], mini_benchmark, [r["A"] for r in reversed(MINI_ROWS)])
     assert Submission.objects.get(user=users["member"]).status == "scored"
@@ -62,8 +63,8 @@ def test_public_reads_board_change_shows_on_the_next_request(mini_benchmark, use
 def test_public_reads_benchmark_unpublished_is_gone_on_the_next_request(mini_benchmark, users, client):
     _upload(users["owner"], mini_benchmark, None)
     for url in (API, PAGE):
-        assert client.get(url).status_code == 200
-        assert client.get(url).status_code == 200  # from the cache
+        for _ in range(3):  # built, then from the cache, then from this process's copy of it
+            assert client.get(url).status_code == 200
     mini_benchmark.is_published = False
     mini_benchmark.save()  # as the admin does: no service involved
     for url in (API, PAGE):
