@@ -80,7 +80,7 @@ def test_public_reads_benchmark_unpublished_is_gone_on_the_next_request(mini_ben
     assert client.get(API).status_code == 200
 
 
-def test_public_reads_private_split_shared_only_once_revealed(mini_benchmark, users, client, django_assert_num_queries):
+def test_public_reads_private_split_shared_only_once_revealed(mini_benchmark, users, client):
     _upload(users["owner"], mini_benchmark, None)
     client.force_login(users["organiser"])  # staff may read the private board before the reveal
     assert client.get(f"{API}?split=private").status_code == 200
