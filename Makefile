@@ -108,6 +108,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/hostile_uploads.py
 	$(PY) benchmarks/deid_recall.py
 	$(PY) benchmarks/latency.py
+	$(PY) benchmarks/read_ceiling.py
 	$(PY) benchmarks/latency.py --uploads 20
 	$(PY) benchmarks/uploads.py
 	$(PY) benchmarks/static_scoring.py

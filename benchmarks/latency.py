@@ -180,6 +180,9 @@ def reads(args) -> None:
         print("latency.py (reads): skipped, set DATABASE_URL to a scratch PostgreSQL database (it is dropped "
               "and created); `--uploads N` measures upload-to-scored latency on SQLite too")
         return
+    # The session cookie made here must be valid in gunicorn, which runs with SECRET_KEY=bench: with
+    # another key the "logged in" target was served as an anonymous visitor (issue 26).
+    os.environ["SECRET_KEY"] = "bench"
     _setup_django()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command

@@ -114,6 +114,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "leaderboard.core.context_processors.site",
             ],
+            # {% url %} reversing each address once per process (issue 26: page rendering time).
+            "builtins": ["leaderboard.core.templatetags.urls_once"],
         },
     },
 ]

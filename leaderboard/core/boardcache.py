@@ -21,11 +21,22 @@ Only what every viewer sees alike is cached; per-viewer parts (the viewer's own
 row marked, "find me", the daily count, the navigation) are computed per
 request or are part of the key (``mine``: the ranks on the page the viewer owns).
 ``BOARD_CACHE_SECONDS=0`` reads every board from the database (benchmarks/latency.py compares).
+
+Public entries (``public_read``): what anyone may see alike (the board API's answer of a published
+benchmark, the whole page as an anonymous visitor gets it) is stored with the benchmark's slug, and
+answered by slug from one cache round trip without touching the database: the slug's benchmark id is
+learned by each process the first time it builds such an entry, and the entry is served only while
+the benchmark's generation is the one it was built under. Whether anyone may see it is decided after
+the generation was read (``public``), so a benchmark hidden or unpublished meanwhile (every save of a
+benchmark calls ``boards_changed``: ``CoreConfig.ready``) is never served from an older entry.
 """
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -67,25 +78,111 @@ def boards_changed(benchmark_id: int) -> None:
     transaction.on_commit(lambda: _bump(benchmark_id))
 
 
-def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any]) -> Any:
+def _read_key(benchmark_id: int, parts: tuple) -> str:
+    return f"boards:{benchmark_id}:read:{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}"
+
+
+# slug -> benchmark id, per process: learned when a public entry is stored, so that a public read
+# finds the benchmark's generation without asking the database. A slug given to another benchmark
+# later is caught by the slug stored in the entry and by the generation (a save bumps it).
+_benchmark_ids: dict[str, int] = {}
+
+
+def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any], *, public_slug: str | None = None,
+                public: Callable[[], float] | None = None) -> Any:
     """``build()``, or what it returned for the same ``parts`` since the benchmark's boards last changed.
 
     One round trip on a hit: the generation and the entry are read together, and the entry is
     used only if it was built under the current generation (it carries the one it was built under).
+    With ``public_slug``, the entry is also one ``public_read(public_slug, parts)`` answers, for as
+    many seconds as ``public()`` (asked after the generation was read) says anyone may be given it.
     """
     if settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
         return build()
     generation_key = _generation_key(benchmark_id)
-    key = f"boards:{benchmark_id}:read:{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}"
+    key = _read_key(benchmark_id, parts)
     found = cache.get_many([generation_key, key])
     generation = found.get(generation_key) or board_generation(benchmark_id)
     if generation is None:  # the cache refused the write (full, or failing): read through
         return build()
     stored = found.get(key)
     if stored is not None and stored[0] == generation:
+        if public_slug is not None and stored[2:3] == (public_slug,):
+            _benchmark_ids[public_slug] = benchmark_id  # another process stored it: public reads here too
         return stored[1]
     # The generation was read before the database: a board changed meanwhile has a newer one, so
     # what is stored here under the older generation is never served after that change.
     value = build()
-    cache.set(key, (generation, value), settings.BOARD_CACHE_SECONDS)
+    seconds = public() if public_slug is not None and public is not None else 0
+    if seconds >= 1 and public_slug is not None:
+        public_store(benchmark_id, public_slug, parts, generation, value, seconds=seconds)
+    else:
+        cache.set(key, (generation, value, None), settings.BOARD_CACHE_SECONDS)
     return value
+
+
+def current_generation(benchmark_id: int) -> str | None:
+    """The benchmark's generation, to read before building a ``public_store`` entry; None: do not cache."""
+    if settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
+        return None
+    return board_generation(benchmark_id)
+
+
+def public_store(benchmark_id: int, slug: str, parts: tuple, generation: str, value: Any, *,
+                 seconds: float | None = None) -> None:
+    """Store ``value`` for ``public_read(slug, parts)``: call only for what anyone may see, built after
+    ``generation`` was read. Kept at most ``seconds`` (default and cap: ``BOARD_CACHE_SECONDS``)."""
+    timeout = settings.BOARD_CACHE_SECONDS if seconds is None else min(seconds, settings.BOARD_CACHE_SECONDS)
+    if timeout < 1:
+        return
+    cache.set(_read_key(benchmark_id, parts), (generation, value, slug, time.time() + int(timeout)), int(timeout))
+    _benchmark_ids[slug] = benchmark_id
+
+
+# The public entries this process served last, by key: (generation, value, slug, expires at). A read
+# then asks the cache for the generation only (a few bytes) instead of the whole entry (a page is
+# about 110 KB), and serves the copy while the generation is the one it was stored under.
+_LOCAL_ENTRIES = 64
+_local: OrderedDict[str, tuple] = OrderedDict()
+_local_lock = threading.Lock()
+
+
+def _local_get(key: str) -> tuple | None:
+    with _local_lock:
+        entry = _local.get(key)
+        if entry is not None:
+            _local.move_to_end(key)
+        return entry
+
+
+def _local_put(key: str, entry: tuple) -> None:
+    with _local_lock:
+        _local[key] = entry
+        _local.move_to_end(key)
+        while len(_local) > _LOCAL_ENTRIES:
+            _local.popitem(last=False)
+
+
+def public_read(slug: str, parts: tuple) -> Any:
+    """What was stored for ``parts`` of the benchmark ``slug`` for anyone to see, if still current; else None.
+
+    One cache round trip and no database query: for a slug this process has not seen stored yet,
+    None (the caller builds the answer, which stores it). An entry this process served before is
+    kept in its memory (``_local``): then only the generation is read.
+    """
+    benchmark_id = _benchmark_ids.get(slug)
+    if benchmark_id is None or settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
+        return None
+    generation_key = _generation_key(benchmark_id)
+    key = _read_key(benchmark_id, parts)
+    local = _local_get(key)
+    if local is not None and local[2] == slug and time.time() < local[3] and cache.get(generation_key) == local[0]:
+        return local[1]
+    found = cache.get_many([generation_key, key])
+    stored = found.get(key)
+    generation = found.get(generation_key)
+    if stored is None or generation is None or stored[0] != generation or stored[2:3] != (slug,):
+        return None
+    if len(stored) == 4:
+        _local_put(key, stored)
+    return stored[1]

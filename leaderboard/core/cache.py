@@ -15,7 +15,7 @@ import time
 
 import redis
 from django.core.cache.backends.locmem import LocMemCache
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 
 log = logging.getLogger("leaderboard.cache")
 
@@ -33,9 +33,33 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
     return (redis.exceptions.RedisError, OSError)
 
 
+class ReusingRedisCacheClient(RedisCacheClient):
+    """Django's Redis client wrapper, keeping its ``redis.Redis`` objects instead of building one an operation.
+
+    Django makes a new ``redis.Redis`` (over the same connection pool) for every cache operation:
+    0.31 ms a GET against 0.11 ms with one kept (issue 26), and a public read makes three or four.
+    A ``redis.Redis`` takes a connection from its pool for each command, so one per pool is safe
+    to share; Django's cache object (and with it this wrapper) is per thread anyway.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._clients: dict[int, redis.Redis] = {}
+
+    def get_client(self, key=None, *, write=False):
+        # Django's own internals, which its stubs leave out: the pool chosen as Django chooses it.
+        index = self._get_connection_pool_index(write)  # type: ignore[attr-defined]
+        client = self._clients.get(index)
+        if client is None:
+            pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
+            client = self._clients[index] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
+        return client
+
+
 class ResilientRedisCache(RedisCache):
     def __init__(self, server, params):
         super().__init__(server, params)
+        self._class = ReusingRedisCacheClient
         self._location = server if isinstance(server, str) else ",".join(server)
         fallback_params = {k: v for k, v in params.items() if k in ("TIMEOUT", "KEY_PREFIX", "VERSION", "KEY_FUNCTION")}
         fallback_params["OPTIONS"] = {"MAX_ENTRIES": 10_000}

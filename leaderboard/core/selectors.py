@@ -15,6 +15,7 @@ import numpy as np
 from allauth.account.models import EmailAddress
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
 from scoring.kinds.base import RoundKind
 
@@ -94,6 +95,22 @@ def benchmarks_for(viewer) -> QuerySet:
 def benchmark_for(viewer, slug: str) -> Benchmark:
     """The benchmark ``slug`` if ``viewer`` may see it (``benchmarks_for``); else Http404."""
     return get_object_or_404(benchmarks_for(viewer), slug=slug)
+
+
+def board_shareable_seconds(benchmark_id: int, slug: str, *, private: bool = False) -> float:
+    """How long an answer built now about the benchmark's boards may be given to anyone: 0 unless anyone
+    at all may see them (published, still named ``slug``, and with ``private`` its private split
+    revealed); else until the next opening, deadline or resolution of one of its rounds (what a page
+    says about taking submissions, and which metrics a board hides, change then), ``math.inf`` if none.
+    Read fresh (two queries), after the caches read the benchmark's generation
+    (``boardcache.public_store``)."""
+    b = Benchmark.objects.filter(pk=benchmark_id, slug=slug, is_published=True).only("private_revealed_at").first()
+    if b is None or (private and not b.private_revealed):
+        return 0.0
+    now = timezone.now()
+    times = Round.objects.filter(benchmark_id=benchmark_id).values_list("opens_at", "closes_at", "resolves_at")
+    upcoming = [at for row in times for at in row if at is not None and at > now]
+    return (min(upcoming) - now).total_seconds() if upcoming else math.inf
 
 
 def benchmarks_visible(viewer) -> list[Benchmark]:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import Any
 
 import markdown
@@ -18,13 +18,14 @@ from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpRespo
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
+from django.utils.cache import patch_vary_headers
 from django.utils.decorators import method_decorator
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import presentation, selectors
-from leaderboard.core.boardcache import cached_read
+from leaderboard.core.boardcache import cached_read, current_generation, public_read, public_store
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import AccountDeleteForm, EntrantForm, InviteForm, SubmitForm, TeamForm, TokenForm
 from leaderboard.core.models import NOTE_MAX_CHARS, ApiToken, Benchmark, Entrant, Submission, Team, TeamInvite
@@ -65,6 +66,58 @@ def benchmark_list(request):
     return render(request, "core/benchmark_list.html", {"benchmarks": benchmarks})
 
 
+# The cookies that make a request someone's: the session (a login, a CSRF token kept there) and the
+# messages waiting for the visitor (django.contrib.messages' cookie storage is named "messages").
+_PERSONAL_COOKIES = (settings.SESSION_COOKIE_NAME, "messages")
+
+
+def _anonymous_request(request) -> bool:
+    return (request.method == "GET" and "HTTP_AUTHORIZATION" not in request.META
+            and not any(name in request.COOKIES for name in _PERSONAL_COOKIES))
+
+
+def _shareable_page(request, response) -> bool:
+    """Whether the page rendered is what any anonymous visitor gets: no cookie set (a CSRF token, a
+    session), no CSRF token used, no message shown, nobody logged in."""
+    storage = getattr(request, "_messages", None)
+    return (response.status_code == 200 and not response.streaming and not response.cookies
+            and not request.META.get("CSRF_COOKIE_NEEDS_UPDATE") and not request.user.is_authenticated
+            and not (storage is not None and storage._queued_messages))
+
+
+def anonymous_page_cache(view):
+    """The whole page an anonymous visitor gets, from one cache read per request while the benchmark's
+    boards are unchanged (``boardcache.public_read``), and never for anyone else.
+
+    Served only to a GET with no session, messages or Authorization; stored only when rendering it
+    left nothing personal in it (``_shareable_page``), the benchmark is one anyone may see, and for no
+    longer than until its rounds' next opening or deadline (``selectors.board_shareable_seconds``).
+    """
+    @wraps(view)
+    def wrapper(request, slug):
+        if not _anonymous_request(request):
+            return view(request, slug)
+        parts = ("page", request.build_absolute_uri())
+        hit = public_read(slug, parts)
+        if hit is not None:
+            content, content_type = hit
+            response = HttpResponse(content, content_type=content_type)
+            patch_vary_headers(response, ("Cookie",))  # as the page rendered (it looked at the session)
+            return response
+        b = _benchmark(request, slug)
+        generation = current_generation(b.pk)  # before the page reads the database
+        response = view(request, slug)
+        if generation is not None and _shareable_page(request, response):
+            seconds = selectors.board_shareable_seconds(b.pk, slug)
+            if seconds >= 1:
+                public_store(b.pk, slug, parts, generation, (response.content, response["Content-Type"]),
+                             seconds=seconds)
+        return response
+
+    return wrapper
+
+
+@anonymous_page_cache
 def benchmark_detail(request, slug):
     b = _benchmark(request, slug)
     paging = _board_paging(request)

@@ -20,7 +20,7 @@ from leaderboard.core import selectors
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.parsers import CheckedJSONParser
-from leaderboard.core.boardcache import cached_read
+from leaderboard.core.boardcache import cached_read, public_read
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.models import Benchmark, Entrant, Submission, TeamMembership
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
@@ -209,15 +209,23 @@ def link_header(request, page: selectors.BoardPage) -> str:
     return ", ".join(f'<{page_url(request, page, n)}>; rel="{rel}"' for rel, n in links if n is not None)
 
 
-def cached_board_answer(request, benchmark: Benchmark, build) -> HttpResponse:
+def _board_parts(request) -> tuple:
+    # The board's own parameters and the address it is asked at (``next`` is an absolute URL).
+    return ("api-board", request.build_absolute_uri(request.path),
+            *(request.query_params.get(name) for name in (*BOARD_PARAMETERS, "page", "page_size")))
+
+
+def cached_board_answer(request, benchmark: Benchmark, build, *, public_split: str | None = None) -> HttpResponse:
     """A public board's JSON from the cache (``leaderboard/core/boardcache.py``), built by ``build()`` on a miss.
 
-    Keyed by the board's own parameters and the address it is asked at (``next`` is an absolute URL);
-    call it only once the viewer may see the board.
+    Call it only once the viewer may see the board. ``public_split``: the split the answer shows, when
+    the same answer is what anyone may be given (``public_board_answer`` then answers it from the
+    cache alone while the benchmark is published and that split visible to everyone).
     """
-    parts = ("api-board", request.build_absolute_uri(request.path),
-             *(request.query_params.get(name) for name in (*BOARD_PARAMETERS, "page", "page_size")))
-    body = cached_read(benchmark.pk, parts, lambda: JSONRenderer().render(build()))
+    body = cached_read(benchmark.pk, _board_parts(request), lambda: JSONRenderer().render(build()),
+                       public_slug=benchmark.slug if public_split is not None else None,
+                       public=lambda: selectors.board_shareable_seconds(benchmark.pk, benchmark.slug,
+                                                                        private=public_split == "private"))
     return HttpResponse(body, content_type="application/json")
 
 
@@ -258,6 +266,12 @@ def board_csv_answer(filename: str, read_page, shape) -> HttpResponse:
     return csv_response(lines, filename)
 
 
+def public_board_answer(request, slug: str) -> HttpResponse | None:
+    """The board answer anyone may be given, from one cache read and no query; None: not cached here yet."""
+    body = public_read(slug, _board_parts(request))
+    return None if body is None else HttpResponse(body, content_type="application/json")
+
+
 def paging_or_error(request):
     """``(page, page_size)``, or a 400 Response naming the bad parameter."""
     try:
@@ -295,6 +309,9 @@ class Leaderboard(APIView):
         summary="Ranked leaderboard rows (standings across resolved rounds for round benchmarks)",
     )
     def get(self, request, slug):
+        cached = None if wants_csv(request) else public_board_answer(request, slug)  # the cache holds JSON only
+        if cached is not None:
+            return cached
         b = _benchmark(request, slug)
         paging, error = paging_or_error(request)
         if error:
@@ -319,7 +336,7 @@ class Leaderboard(APIView):
                 return board_data(request, page, standings_rows(page),
                                   benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
 
-            return cached_board_answer(request, b, standings)
+            return cached_board_answer(request, b, standings, public_split="public")
         split = split or selectors.default_split(b)
         if split == "private" and not selectors.private_visible(b, request.user):
             return error_response([RowError("the private leaderboard is not revealed yet", column="split")], 403)
@@ -337,7 +354,7 @@ class Leaderboard(APIView):
             return board_data(request, page, leaderboard_rows(page),
                               benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
 
-        return cached_board_answer(request, b, board)
+        return cached_board_answer(request, b, board, public_split=split)
 
 
 IDEMPOTENCY_KEY_PARAMETERS = [
