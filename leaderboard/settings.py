@@ -344,6 +344,9 @@ WEBHOOK_RETRY_BASE_SECONDS = envfloat("WEBHOOK_RETRY_BASE_SECONDS", 60.0)
 WEBHOOK_DISABLE_AFTER_SECONDS = envfloat("WEBHOOK_DISABLE_AFTER_SECONDS", 86400.0)
 # Deliveries and mails are sent in batches of this many per task on the notifications queue.
 NOTIFICATION_BATCH_SIZE = envint("NOTIFICATION_BATCH_SIZE", 200)
+# A batch handed to a worker that has not finished after this long is handed out again (its worker
+# died): longer than a batch can take (200 deliveries, 8 at a time, 10 s each at worst).
+NOTIFICATION_CLAIM_STALE_SECONDS = envfloat("NOTIFICATION_CLAIM_STALE_SECONDS", 600.0)
 # Notification tasks run on their own queue, so that a round of 10,000 entrants resolving never
 # waits behind (or delays) scoring; `manage.py serve` and docker-compose run a worker for it.
 CELERY_TASK_ROUTES = {"leaderboard.notifications.*": {"queue": "notifications"}}

@@ -57,9 +57,6 @@ log = logging.getLogger("leaderboard.notifications")
 
 Kind = NotificationEvent.Kind
 UNSUBSCRIBE_SALT = "leaderboard.notifications.unsubscribe"
-# A claimed delivery or mail whose sender has not finished after this long is claimed again (its
-# worker died): longer than a batch can take (200 deliveries, 8 at a time, 10 s each at worst).
-CLAIM_STALE_SECONDS = 600
 MAIL_MAX_ATTEMPTS = 5
 SEND_THREADS = 8
 FANOUT_EVENTS = 500
@@ -152,7 +149,7 @@ def _fan_out(events: list[NotificationEvent]) -> tuple[int, int]:
 
 def _publish_due(*, now: dt.datetime) -> int:
     """Publish batches of due webhook deliveries and unsent mails, each marked as handed out."""
-    stale = now - dt.timedelta(seconds=CLAIM_STALE_SECONDS)
+    stale = now - dt.timedelta(seconds=settings.NOTIFICATION_CLAIM_STALE_SECONDS)
     free = Q(claimed_at__isnull=True) | Q(claimed_at__lt=stale)
     size = max(1, settings.NOTIFICATION_BATCH_SIZE)
     published = 0
@@ -181,7 +178,7 @@ def _claim(model, ids: list[int], extra: Q) -> tuple[str, list[int]]:
     """Claim the rows of ``ids`` that nobody else holds (handed out to this batch, or stale)."""
     token = secrets.token_hex(8)
     now = timezone.now()
-    stale = now - dt.timedelta(seconds=CLAIM_STALE_SECONDS)
+    stale = now - dt.timedelta(seconds=settings.NOTIFICATION_CLAIM_STALE_SECONDS)
     model.objects.filter(extra, pk__in=ids).filter(
         Q(claim="") | Q(claimed_at__isnull=True) | Q(claimed_at__lt=stale)).update(claim=token, claimed_at=now)
     return token, list(model.objects.filter(claim=token).order_by("id").values_list("pk", flat=True))
