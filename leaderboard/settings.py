@@ -330,6 +330,9 @@ SCORING_MAX_ATTEMPTS = envint("SCORING_MAX_ATTEMPTS", 3)
 SCORING_DELAY_SECONDS = envfloat("SCORING_DELAY_SECONDS", 0.0)
 
 # --- Notifications (leaderboard/core/delivery.py) ---------------------------------
+# false: no event is written to the outbox at all (no mail, no webhook); for measuring what
+# notifications cost (benchmarks/notifications.py) or a site that wants none.
+NOTIFICATIONS_ENABLED = envbool("NOTIFICATIONS_ENABLED", True)
 # Links in mails and webhook payloads start with SITE_URL (the site as its users reach it).
 SITE_URL = envstr("SITE_URL", f"http://127.0.0.1:{envint('PORT', 8000)}").rstrip("/")
 # Webhook URLs that resolve to private, loopback or link-local addresses are refused at delivery

@@ -71,7 +71,7 @@ def notifications_dispatch(*, now: dt.datetime | None = None) -> dict[str, int]:
     counts = {"events": 0, "webhooks": 0, "mails": 0, "published": 0}
     while True:
         with transaction.atomic():
-            events = list(NotificationEvent.objects.select_for_update(skip_locked=True)
+            events = list(NotificationEvent.objects.select_for_update(skip_locked=True, of=("self",))
                           .filter(dispatched_at__isnull=True).select_related("benchmark", "round", "submission")
                           .order_by("id")[:FANOUT_EVENTS])
             if not events:

@@ -85,7 +85,7 @@ def submission_events_emit(items: Iterable[tuple[Submission, dict]], kind: str) 
     """``submission_event_emit`` for many submissions at once (a round resolving); returns how many
     events were written. The digests of their previous events come in one query."""
     items = list(items)
-    if not items:
+    if not items or not settings.NOTIFICATIONS_ENABLED:
         return 0
     ids = [sub.pk for sub, _ in items]
     last: dict[int, str] = {}
@@ -115,6 +115,8 @@ def submission_events_emit(items: Iterable[tuple[Submission, dict]], kind: str) 
 
 def round_event_emit(round_: Round, kind: str, *, version: int | None = None) -> None:
     """Write a ``round.*`` event; call inside the transaction that changed the round."""
+    if not settings.NOTIFICATIONS_ENABLED:
+        return
     data: dict[str, Any] = {"benchmark": round_.benchmark.slug, "round": round_.number}
     if round_.track:
         data["track"] = round_.track
@@ -129,6 +131,8 @@ def round_event_emit(round_: Round, kind: str, *, version: int | None = None) ->
 
 def benchmark_event_emit(benchmark: Benchmark, kind: str) -> None:
     """Write a benchmark-wide event (``benchmark.revealed``); call inside the change's transaction."""
+    if not settings.NOTIFICATIONS_ENABLED:
+        return
     data = {"benchmark": benchmark.slug}
     NotificationEvent.objects.create(kind=kind, benchmark=benchmark, digest=_digest(data), data=data)
     _dispatch_on_commit()
