@@ -93,14 +93,16 @@ def _active_hooks() -> list[tuple[int, int, list[str]]]:
 
 def _mail_wanted(user_ids: set[int], kind: str) -> set[int]:
     """The users among ``user_ids`` who want mail for ``kind`` and have an address."""
-    if not user_ids:
-        return set()
-    chosen = dict(NotificationPreference.objects.filter(user_id__in=user_ids, kind=kind)
-                  .values_list("user_id", "email"))
     default = MAIL_DEFAULTS.get(kind, False)
-    wanted = {u for u in user_ids if chosen.get(u, default)}
-    with_address = set(get_user_model().objects.filter(pk__in=wanted).exclude(email="").values_list("pk", flat=True))
-    return with_address
+    users = sorted(user_ids)
+    found: set[int] = set()
+    for start in range(0, len(users), 5000):  # SQLite bounds the parameters of one query
+        chunk = users[start:start + 5000]
+        chosen = dict(NotificationPreference.objects.filter(user_id__in=chunk, kind=kind)
+                      .values_list("user_id", "email"))
+        wanted = [u for u in chunk if chosen.get(u, default)]
+        found.update(get_user_model().objects.filter(pk__in=wanted).exclude(email="").values_list("pk", flat=True))
+    return found
 
 
 def _participants(event: NotificationEvent) -> set[int]:
@@ -245,7 +247,7 @@ def webhooks_send(*, ids: list[int]) -> int:
         outcomes = list(pool.map(send, requests))
     delivered = 0
     now = timezone.now()
-    attempts, ok_hooks, failed_hooks = [], set(), set()
+    attempts, ok_hooks, failed_hooks, ok_ids = [], set(), set(), []
     with transaction.atomic():
         for d, outcome in outcomes:
             d.attempts += 1
@@ -253,10 +255,11 @@ def webhooks_send(*, ids: list[int]) -> int:
                                            ok=outcome.ok, error=outcome.error[:2000], at=now,
                                            duration_ms=outcome.duration_ms))
             fields = {"attempts": d.attempts, "claim": "", "claimed_at": None}
-            if outcome.ok:
-                fields.update(state=WebhookDelivery.State.DELIVERED, delivered_at=now)
+            if outcome.ok:  # written together below: one UPDATE for the batch's successes
                 ok_hooks.add(d.webhook_id)
+                ok_ids.append(d.pk)
                 delivered += 1
+                continue
             else:
                 failed_hooks.add(d.webhook_id)
                 if d.attempts >= d.attempt_limit:
@@ -264,6 +267,9 @@ def webhooks_send(*, ids: list[int]) -> int:
                 else:
                     fields["next_attempt_at"] = now + _backoff(d.attempts)
             WebhookDelivery.objects.filter(pk=d.pk, claim=token).update(**fields)
+        WebhookDelivery.objects.filter(pk__in=ok_ids, claim=token).update(
+            state=WebhookDelivery.State.DELIVERED, delivered_at=now, attempts=F("attempts") + 1, claim="",
+            claimed_at=None)
         WebhookAttempt.objects.bulk_create(attempts, ignore_conflicts=True)
         WebhookDelivery.objects.filter(claim=token).update(claim="", claimed_at=None)  # skipped (disabled)
         Webhook.objects.filter(pk__in=ok_hooks).update(failing_since=None)
