@@ -12,6 +12,10 @@ Everything here runs in tasks on the ``notifications`` queue (never the scoring 
   POSTs them a few at a time, records each attempt, and schedules retries with exponential backoff.
 - ``mails_send`` claims a batch of mails and sends them over one connection.
 
+A resolved round is one outbox row, written by the scoring; its fan-out expands it into one
+``submission.scored`` event per counted submission (``_expand_resolutions``), so that the scoring
+transaction of a round of 10,000 entrants writes one notification row, not 10,000.
+
 Who hears of what: a submission's events go to its uploader (and their webhooks); round and
 benchmark events go to every webhook subscribed to them, and by mail to the users who took part
 (submitted to the round; for ``round.opened`` and ``benchmark.revealed``, to the benchmark). A
@@ -44,12 +48,13 @@ from leaderboard.core.models import (
     MailDelivery,
     NotificationEvent,
     NotificationPreference,
+    RoundScore,
     Submission,
     Webhook,
     WebhookAttempt,
     WebhookDelivery,
 )
-from leaderboard.core.services.notifications import MAIL_DEFAULTS
+from leaderboard.core.services.notifications import MAIL_DEFAULTS, submission_events_emit
 from leaderboard.core.taskqueue import NOTIFICATIONS_MAILS, NOTIFICATIONS_WEBHOOKS, task_publish
 from leaderboard.core.webhookhttp import post, signature
 
@@ -76,6 +81,7 @@ def notifications_dispatch(*, now: dt.datetime | None = None) -> dict[str, int]:
                           .order_by("id")[:FANOUT_EVENTS])
             if not events:
                 break
+            _expand_resolutions(events)
             hooks, mails = _fan_out(events)
             counts["events"] += len(events)
             counts["webhooks"] += hooks
@@ -85,6 +91,23 @@ def notifications_dispatch(*, now: dt.datetime | None = None) -> dict[str, int]:
     if counts["events"] or counts["published"]:
         log.info("notifications: %s", counts)
     return counts
+
+
+def _expand_resolutions(events: list[NotificationEvent]) -> None:
+    """A resolved round's one outbox row becomes, here on the notifications queue, one
+    ``submission.scored`` event per counted submission, with the scores of the version that resolved
+    it (none for a submission whose scores are those it was last told). Written in the fan-out's
+    transaction, they are fanned out by the next turn of the loop."""
+    for e in events:
+        if e.kind != Kind.ROUND_RESOLVED or e.round is None or "version" not in e.data:
+            continue
+        scores = (RoundScore.objects.filter(truth_version__round=e.round, truth_version__version=e.data["version"],
+                                            submission__is_counted=True)
+                  .order_by("submission_id").values_list("submission_id", "submission__entrant_id", "metrics"))
+        submission_events_emit(
+            ((Submission(pk=pk, benchmark=e.benchmark, round=e.round, entrant_id=entrant_id,
+                         status=Submission.Status.SCORED), metrics) for pk, entrant_id, metrics in scores.iterator(2000)),
+            Kind.SUBMISSION_SCORED)
 
 
 def _active_hooks() -> list[tuple[int, int, list[str]]]:

@@ -396,7 +396,7 @@ WEBHOOK_EVENTS = ("submission.scored", "submission.failed", "round.opened", "rou
 
 def cmd_webhook_add(client: Client, args: argparse.Namespace, out) -> int:
     events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else list(WEBHOOK_EVENTS)
-    made = client.add_webhook(args.url, events, secret=args.secret)
+    made = client.add_webhook(args.target, events, secret=args.secret)
     out.write(f"webhook {made['id']}: {made['url']} for {', '.join(made['events'])}\n")
     if made.get("secret"):
         out.write(f"secret (shown once; verify X-Leaderboard-Signature with it): {made['secret']}\n")
@@ -434,7 +434,7 @@ def add_webhook_parser(sub) -> None:
     hook = sub.add_parser("webhook", help="webhooks: add, list, remove, deliveries").add_subparsers(
         dest="webhook_command", required=True, metavar="ACTION")
     p = hook.add_parser("add", help="signed POSTs of events to a URL of yours")
-    p.add_argument("url")
+    p.add_argument("target", metavar="URL", help="where the POSTs go (not --url, the server's address)")
     p.add_argument("--events", help=f"comma-separated, from {','.join(WEBHOOK_EVENTS)} (default: all)")
     p.add_argument("--secret", help="16 to 200 characters (default: the server makes one and prints it once)")
     p.set_defaults(func=cmd_webhook_add)

@@ -49,7 +49,7 @@ from leaderboard.core.services.casedata import round_truth, round_universe
 from leaderboard.core.services.entrants import entrant_resolve
 from leaderboard.core.services.idempotency import IdempotencyCollision
 from leaderboard.core.services.leaderboards import BoardEntry, StandingEntry, round_board_write, standings_write
-from leaderboard.core.services.notifications import round_event_emit, submission_events_emit
+from leaderboard.core.services.notifications import round_event_emit
 from leaderboard.core.services.outbox import round_version_enqueue_on_commit
 from leaderboard.core.services.predictions import PredictionsSource, display_name, payload_check, predictions_parse
 from leaderboard.core.services.rounds import round_lock_for_upload, round_set_status, rounds_open
@@ -436,11 +436,9 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
             if round_.status != Round.Status.RESOLVED:
                 round_set_status(round_=round_, status=Round.Status.RESOLVED)
             standings_refresh(benchmark=benchmark, track=round_.track)
-            # The outbox, in this transaction: one submission.scored per counted submission (none
-            # whose scores are those it was last told) and the round's resolution.
-            submission_events_emit(
-                ((Submission(pk=c[0], benchmark=benchmark, round=round_, entrant_id=c[1], status=Status.SCORED), m)
-                 for c, m in zip(counted, outcome.metrics)), NotificationEvent.Kind.SUBMISSION_SCORED)
+            # The outbox, in this transaction: one row for the resolution. Its fan-out, on the
+            # notifications queue, expands it into a submission.scored per counted submission
+            # (writing 10,000 of them here would add seconds to the scoring).
             round_event_emit(round_, NotificationEvent.Kind.ROUND_RESOLVED, version=tv.version)
         else:
             round_event_emit(round_, NotificationEvent.Kind.ROUND_INTERIM, version=tv.version)
