@@ -7,8 +7,9 @@
 Give it a scratch database (dropped and created) and a scratch Redis database. N users, each with
 an address, one entrant, one counted submission and one webhook (``submission.scored`` and
 ``round.resolved``) to a receiver on 127.0.0.1 in this process; mail goes to an SMTP server
-(aiosmtpd) in this process. Two rounds of the same size resolve, each with a real scoring worker
-(solo pool): the first with ``NOTIFICATIONS_ENABLED=false`` (no event written), the second with
+(aiosmtpd) in this process. Two rounds of the same size resolve, each the first round of its own
+benchmark (so that both write their standings afresh), each with a real scoring worker (solo
+pool): the first with ``NOTIFICATIONS_ENABLED=false`` (no event written), the second with
 notifications on (N ``submission.scored`` events and one ``round.resolved`` written in the scoring
 transaction) while a notifications worker (its own queue, 2 processes) runs beside it. Reported:
 the resolve's time (truth_load to a complete board) off and on, and from the resolve's commit to
@@ -133,6 +134,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entrants", type=int, default=10_000)
     parser.add_argument("--ids", type=int, default=2_000)
+    parser.add_argument("--deliveries-timeout", type=float, default=1800,
+                        help="seconds to wait for every delivery after the resolve")
     args = parser.parse_args()
     n = args.entrants
     print(f"machine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at start")
@@ -140,7 +143,8 @@ def main() -> None:
     receiver = start_receiver()
     smtp, smtp_controller = start_smtp()
     workers_env = {"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "EMAIL_URL": smtp.url}
-    benchmark = signals_benchmark(Path(tempfile.mkdtemp()), slug="notify-signals", daily_limit=100_000)
+    quiet = signals_benchmark(Path(tempfile.mkdtemp()), slug="notify-off", daily_limit=100_000)
+    benchmark = signals_benchmark(Path(tempfile.mkdtemp()), slug="notify-on", daily_limit=100_000)
     rng = np.random.default_rng(0)
     ids = [f"ID{i:05d}" for i in range(args.ids)]
     signal = rng.standard_normal(args.ids)
@@ -153,7 +157,7 @@ def main() -> None:
     with app.connection_for_write() as conn:
         for queue in ("scoring", "notifications"):
             conn.default_channel.queue_purge(queue)
-    off_seconds, _ = resolve(benchmark, entrants, ids, signal, rng, on=False, workers_env=workers_env)
+    off_seconds, _ = resolve(quiet, entrants, ids, signal, rng, on=False, workers_env=workers_env)
     load_off = os.getloadavg()[0]
     print(f"resolve of {n:,} entrants x {args.ids:,} ids, notifications off: {off_seconds:.1f} s "
           f"(load {load_off:.2f})")
@@ -168,8 +172,13 @@ def main() -> None:
         print(f"resolve of {n:,} entrants x {args.ids:,} ids, notifications on: {on_seconds:.1f} s "
               f"(load {load_on:.2f}); {on_seconds / off_seconds:.2f} x off")
         want_hooks, want_mails = 2 * n, n
-        wait_for(lambda: len(receiver.requests) >= want_hooks and len(smtp.messages) >= want_mails, [notifier],
-                 "every delivery")
+        try:
+            wait_for(lambda: len(receiver.requests) >= want_hooks and len(smtp.messages) >= want_mails, [notifier],
+                     "every delivery", timeout=args.deliveries_timeout)
+        except SystemExit as exc:
+            print(f"  {exc}: {len(receiver.requests):,} of {want_hooks:,} webhook POSTs and "
+                  f"{len(smtp.messages):,} of {want_mails:,} mails after {time.time() - committed:.0f} s")
+            raise
         done = time.time() - committed
     finally:
         log = stop_worker(notifier)
