@@ -15,7 +15,7 @@ LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet
 # Where a lock and pyproject.toml disagree, pip check names the missing package: run `make lock`.
 PIP_CHECK = $(1) -m pip check >/dev/null || { $(1) -m pip check; echo "pyproject.toml and the lock files disagree: run make lock"; exit 1; }
 
-.PHONY: demo dev test lint runtime-check serve migrate worker bench clean-data lock lock-upgrade
+.PHONY: demo dev test lint runtime-check serve migrate worker notifier bench clean-data lock lock-upgrade
 
 # The server and its scoring code, scoring/, which is a distribution of its own (leaderboard-scoring):
 # exact versions from the lock, then both from this checkout, so the server's pin on it is met by the folder.
@@ -66,8 +66,12 @@ dev: migrate
 	$(PY) manage.py serve --dev 127.0.0.1:$(PORT)
 
 # A worker alone (beside a web server started some other way); beat runs separately.
+# Notifications (mail, webhooks) have their own queue: `make notifier` runs a worker for it.
 worker: $(VENV)/.installed
 	$(PY) -m celery -A leaderboard worker --queues scoring
+
+notifier: $(VENV)/.installed
+	$(PY) -m celery -A leaderboard worker --queues notifications --concurrency 1
 
 # The linter and the type checker (rules and reasons in pyproject.toml).
 lint: $(VENV)/.installed-dev

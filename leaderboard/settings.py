@@ -308,6 +308,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": SWEEP_INTERVAL_SECONDS,
         "options": {"expires": SWEEP_INTERVAL_SECONDS},
     },
+    # Notifications: events never fanned out (a worker died between commit and delivery),
+    # webhook retries that are due, mails not sent yet.
+    "sweep-notifications": {
+        "task": "leaderboard.notifications.sweep",
+        "schedule": SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": SWEEP_INTERVAL_SECONDS},
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 
@@ -338,6 +345,31 @@ SCORING_MAX_ATTEMPTS = envint("SCORING_MAX_ATTEMPTS", 3)
 # Slow motion for demonstrations and the worker-killed test: seconds a scoring
 # task sleeps after marking a submission as scoring. 0 in production.
 SCORING_DELAY_SECONDS = envfloat("SCORING_DELAY_SECONDS", 0.0)
+
+# --- Notifications (leaderboard/core/delivery.py) ---------------------------------
+# false: no event is written to the outbox at all (no mail, no webhook); for measuring what
+# notifications cost (benchmarks/notifications.py) or a site that wants none.
+NOTIFICATIONS_ENABLED = envbool("NOTIFICATIONS_ENABLED", True)
+# Links in mails and webhook payloads start with SITE_URL (the site as its users reach it).
+SITE_URL = envstr("SITE_URL", f"http://127.0.0.1:{envint('PORT', 8000)}").rstrip("/")
+# Webhook URLs that resolve to private, loopback or link-local addresses are refused at delivery
+# time unless this is true (or DEBUG is on): a local receiver for development and the tests.
+WEBHOOK_ALLOW_PRIVATE_NETWORKS = envbool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
+WEBHOOK_TIMEOUT_SECONDS = envfloat("WEBHOOK_TIMEOUT_SECONDS", 10.0)
+# At most WEBHOOK_MAX_ATTEMPTS POSTs per delivery; the wait after attempt n is
+# WEBHOOK_RETRY_BASE_SECONDS x 3^(n-1): 1, 3, 9, 27, 81, 243 and 729 minutes, about 18 hours in all.
+WEBHOOK_MAX_ATTEMPTS = envint("WEBHOOK_MAX_ATTEMPTS", 8)
+WEBHOOK_RETRY_BASE_SECONDS = envfloat("WEBHOOK_RETRY_BASE_SECONDS", 60.0)
+# A webhook that has failed for this long without a single success is disabled; its owner is mailed.
+WEBHOOK_DISABLE_AFTER_SECONDS = envfloat("WEBHOOK_DISABLE_AFTER_SECONDS", 86400.0)
+# Deliveries and mails are sent in batches of this many per task on the notifications queue.
+NOTIFICATION_BATCH_SIZE = envint("NOTIFICATION_BATCH_SIZE", 200)
+# A batch handed to a worker that has not finished after this long is handed out again (its worker
+# died): longer than a batch can take (200 deliveries, 8 at a time, 10 s each at worst).
+NOTIFICATION_CLAIM_STALE_SECONDS = envfloat("NOTIFICATION_CLAIM_STALE_SECONDS", 600.0)
+# Notification tasks run on their own queue, so that a round of 10,000 entrants resolving never
+# waits behind (or delays) scoring; `manage.py serve` and docker-compose run a worker for it.
+CELERY_TASK_ROUTES = {"leaderboard.notifications.*": {"queue": "notifications"}}
 
 # --- Mail (Django's mail API) ------------------------------------------------
 # EMAIL_URL selects an SMTP server (leaderboard/env.py, email_url); unset, every message is

@@ -693,3 +693,152 @@ class TeamEvent(models.Model):
 
     class Meta:
         ordering = ["team_id", "at", "id"]
+
+
+# -- notifications (the outbox, webhooks, mail) ------------------------------------------
+
+class NotificationEvent(models.Model):
+    """The outbox: one row per event, written in the transaction that causes it and fanned out
+    afterwards (``services/deliveries.py``) into webhook deliveries and mails.
+
+    ``digest`` is the SHA-256 of what the event tells (a submission's status and scores, a round's
+    version): a rescore that changes nothing finds the same digest on the subject's last event and
+    writes none. ``dispatched_at`` stays empty until its deliveries exist (the sweep fans out any
+    row a dead worker left).
+    """
+
+    class Kind(models.TextChoices):
+        SUBMISSION_SCORED = "submission.scored", "a submission is scored"
+        SUBMISSION_FAILED = "submission.failed", "a submission failed"
+        ROUND_OPENED = "round.opened", "a round opens"
+        ROUND_CLOSED = "round.closed", "a round closes"
+        ROUND_INTERIM = "round.interim", "a round's interim scores"
+        ROUND_RESOLVED = "round.resolved", "a round resolves"
+        BENCHMARK_REVEALED = "benchmark.revealed", "a benchmark's private leaderboard is revealed"
+
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    kind = models.CharField(max_length=30, choices=Kind.choices)
+    benchmark = models.ForeignKey(Benchmark, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    round = models.ForeignKey(Round, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    submission = models.ForeignKey("Submission", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    digest = models.CharField(max_length=64, blank=True)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            # The dispatcher and the sweep: events not fanned out yet.
+            models.Index(fields=["dispatched_at", "id"], name="notif_event_undispatched"),
+            # "Did this submission's last event say the same?" (a rescore that changes nothing).
+            models.Index(fields=["submission", "kind", "id"], name="notif_event_submission"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk}"
+
+
+class NotificationPreference(models.Model):
+    """A user's choice to be mailed (or not) for one kind of event; no row: the default
+    (``services/notifications.py``, MAIL_DEFAULTS)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_prefs")
+    kind = models.CharField(max_length=30, choices=NotificationEvent.Kind.choices)
+    email = models.BooleanField()
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["user_id", "kind", "id"]
+        constraints = [models.UniqueConstraint(fields=["user", "kind"], name="notification_pref_unique")]
+
+
+def _webhook_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class Webhook(models.Model):
+    """A URL of a user's that receives signed POSTs for the events it names. Disabled (with a mail
+    to its owner) once it has failed for WEBHOOK_DISABLE_AFTER_SECONDS without a success."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=200, default=_webhook_secret)
+    events = models.JSONField(default=list)
+    is_active = models.BooleanField(default=True)
+    failing_since = models.DateTimeField(null=True, blank=True)
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    disabled_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["user_id", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.url} ({self.user})"
+
+
+class WebhookDelivery(models.Model):
+    """One event for one webhook: unique, so a retried task or a second fan-out never sends twice.
+    Attempts are recorded in WebhookAttempt; ``next_attempt_at`` is when the next is due."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "pending"
+        DELIVERED = "delivered", "delivered"
+        FAILED = "failed", "failed (no attempts left)"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.ForeignKey(NotificationEvent, on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # No attempt past this one (WEBHOOK_MAX_ATTEMPTS; a redelivery grants as many again).
+    attempt_limit = models.PositiveSmallIntegerField(default=8)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claim = models.CharField(max_length=32, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["webhook", "event"], name="webhook_delivery_unique")]
+        indexes = [
+            # The sweep: pending deliveries due now.
+            models.Index(fields=["state", "next_attempt_at", "id"], name="webhook_delivery_due"),
+        ]
+
+
+class WebhookAttempt(models.Model):
+    """One POST of a delivery: the answer's status (null when none came) or the error, and when."""
+
+    delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_rows")
+    attempt = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    ok = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["delivery", "attempt"], name="webhook_attempt_unique")]
+
+
+class MailDelivery(models.Model):
+    """One event mailed to one user: unique, so a retried task never mails twice."""
+
+    event = models.ForeignKey(NotificationEvent, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    claim = models.CharField(max_length=32, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["event", "user"], name="mail_delivery_unique")]
+        indexes = [
+            # The sweep: mails not sent yet.
+            models.Index(fields=["sent_at", "id"], name="mail_delivery_unsent"),
+        ]

@@ -16,6 +16,11 @@ SCORE_ROUND_TRUTH_FREE = "leaderboard.score_round_truth_free"
 SWEEP_STUCK_SUBMISSIONS = "leaderboard.sweep_stuck_submissions"
 CLOSE_DUE_ROUNDS = "leaderboard.close_due_rounds"
 SWEEP_ROUND_VERSIONS = "leaderboard.sweep_round_versions"
+# Notifications: routed to their own queue, "notifications" (CELERY_TASK_ROUTES).
+NOTIFICATIONS_DISPATCH = "leaderboard.notifications.dispatch"
+NOTIFICATIONS_WEBHOOKS = "leaderboard.notifications.webhooks"
+NOTIFICATIONS_MAILS = "leaderboard.notifications.mails"
+NOTIFICATIONS_SWEEP = "leaderboard.notifications.sweep"
 
 
 def task_publish(name: str, /, *, kwargs: dict[str, Any], **options: Any) -> None:

@@ -14,11 +14,16 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from leaderboard.core import delivery
 from leaderboard.core.heartbeat import heartbeat
 from leaderboard.core.outage import TASK_RETRY_SECONDS, outage_report
 from leaderboard.core.services import round_engine, submissions
 from leaderboard.core.taskqueue import (
     CLOSE_DUE_ROUNDS,
+    NOTIFICATIONS_DISPATCH,
+    NOTIFICATIONS_MAILS,
+    NOTIFICATIONS_SWEEP,
+    NOTIFICATIONS_WEBHOOKS,
     SCORE_ROUND_TRUTH_FREE,
     SCORE_ROUND_VERSION,
     SCORE_SUBMISSION,
@@ -94,4 +99,44 @@ def sweep_round_versions() -> int | None:
         return round_engine.round_versions_sweep()
     except DATABASE_OUTAGE as exc:
         outage_report(exc, doing="periodic jobs skipped until their next run")
+        return None
+
+
+# -- notifications: the "notifications" queue (CELERY_TASK_ROUTES), never the scoring one ----------
+
+@shared_task(name=NOTIFICATIONS_DISPATCH, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def notifications_dispatch() -> dict[str, int] | None:
+    # Idempotent: deliveries and mails are unique per event and recipient.
+    try:
+        return delivery.notifications_dispatch()
+    except DATABASE_OUTAGE as exc:
+        outage_report(exc, doing="notifications wait for the next sweep")
+        return None
+
+
+@shared_task(name=NOTIFICATIONS_SWEEP, ignore_result=True)
+def notifications_sweep() -> dict[str, int] | None:
+    try:
+        return delivery.notifications_dispatch()
+    except DATABASE_OUTAGE as exc:
+        outage_report(exc, doing="periodic jobs skipped until their next run")
+        return None
+
+
+@shared_task(name=NOTIFICATIONS_WEBHOOKS, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def notifications_webhooks(*, ids: list[int]) -> int | None:
+    # Each delivery is claimed before it is sent: a redelivered batch sends nothing twice.
+    try:
+        return delivery.webhooks_send(ids=ids)
+    except DATABASE_OUTAGE as exc:
+        outage_report(exc, doing="notifications wait for the next sweep")
+        return None
+
+
+@shared_task(name=NOTIFICATIONS_MAILS, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def notifications_mails(*, ids: list[int]) -> int | None:
+    try:
+        return delivery.mails_send(ids=ids)
+    except DATABASE_OUTAGE as exc:
+        outage_report(exc, doing="notifications wait for the next sweep")
         return None

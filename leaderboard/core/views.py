@@ -10,7 +10,7 @@ import nh3
 from allauth.account.views import SignupView
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import logout
+from django.contrib.auth import get_user_model, logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import BadRequest
@@ -21,14 +21,26 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.decorators import method_decorator
 from django.utils.safestring import mark_safe
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import ScopedRateThrottle
 
-from leaderboard.core import presentation, selectors
+from leaderboard.core import delivery, presentation, selectors
 from leaderboard.core.boardcache import cached_read, current_generation, public_read, public_store
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import AccountDeleteForm, EntrantForm, InviteForm, SubmitForm, TeamForm, TokenForm
-from leaderboard.core.models import NOTE_MAX_CHARS, ApiToken, Benchmark, Entrant, Submission, Team, TeamInvite
+from leaderboard.core.models import (
+    NOTE_MAX_CHARS,
+    ApiToken,
+    Benchmark,
+    Entrant,
+    NotificationEvent,
+    Submission,
+    Team,
+    TeamInvite,
+    Webhook,
+    WebhookDelivery,
+)
 from leaderboard.core.outage import is_database_outage, outage_response
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.services.accounts import account_delete, upload_refusal
@@ -36,6 +48,14 @@ from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.casedata import round_caseset
 from leaderboard.core.services.entrants import entrant_create, entrant_default, team_of
 from leaderboard.core.services.fairplay import fairplay_report
+from leaderboard.core.services.notifications import (
+    delivery_redeliver,
+    mail_preference_set,
+    mail_preferences,
+    webhook_create,
+    webhook_enable,
+    webhook_remove,
+)
 from leaderboard.core.services.predictions import predictions_source
 from leaderboard.core.services.rounds import round_takes_submissions, submissions_refusal
 from leaderboard.core.services.submissions import submission_select, submission_selectable_by
@@ -661,6 +681,7 @@ def profile(request):
         "addresses": selectors.email_addresses(request.user),
         "unverified": upload_refusal(request.user),
         "new_key": new_key,
+        "webhooks": _webhooks_with_attempts(request.user, per_hook=3),
         "token_form": token_form,
         "entrant_form": entrant_form,
     }, status=400 if token_form.errors or entrant_form.errors else 200)
@@ -789,3 +810,77 @@ def server_error(request):
     except Exception:  # the error may be in the templates themselves
         html = f"<!doctype html><title>Server error</title><h1>Server error</h1><p>{message}</p>"
     return HttpResponseServerError(html)
+
+
+# -- notifications ---------------------------------------------------------------------
+
+def _webhooks_with_attempts(user, *, per_hook: int) -> list[dict]:
+    return [{"hook": hook, "attempts": delivery.webhook_attempts(hook, limit=per_hook)}
+            for hook in Webhook.objects.filter(user=user).order_by("created_at", "id")]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def notification_settings(request):
+    """Which events are mailed, and the account's webhooks (add, remove, enable again)."""
+    errors: list[str] = []
+    created = None
+    if request.method == "POST":
+        action = request.POST.get("action")
+        try:
+            if action == "mail":
+                for kind in NotificationEvent.Kind.values:
+                    mail_preference_set(user=request.user, kind=kind, email=request.POST.get(f"mail_{kind}") == "on")
+                messages.success(request, "Mail settings saved.")
+                return redirect("notification_settings")
+            if action == "add_webhook":
+                created = webhook_create(user=request.user, url=request.POST.get("url", ""),
+                                         events=request.POST.getlist("events"),
+                                         secret=request.POST.get("secret") or None)
+            elif action in ("remove_webhook", "enable_webhook"):
+                hook = get_object_or_404(Webhook, pk=request.POST.get("webhook") or 0, user=request.user)
+                if action == "remove_webhook":
+                    webhook_remove(webhook=hook)
+                    messages.success(request, f"Webhook {hook.url} removed.")
+                else:
+                    webhook_enable(webhook=hook)
+                    messages.success(request, f"Webhook {hook.url} enabled again.")
+                return redirect("notification_settings")
+        except SubmissionRejected as exc:
+            errors = [e.message for e in exc.errors]
+    prefs = mail_preferences(request.user)
+    return render(request, "notifications/settings.html", {
+        "kinds": [(k, label, prefs[k]) for k, label in NotificationEvent.Kind.choices],
+        "webhooks": _webhooks_with_attempts(request.user, per_hook=5),
+        "errors": errors, "created": created, "has_email": bool(request.user.email),
+        "form": request.POST if errors else {},
+    }, status=400 if errors else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def webhook_deliveries(request, pk):
+    """Every attempt of one of the viewer's webhooks, newest first; redeliver any delivery."""
+    hook = get_object_or_404(Webhook, pk=pk, user=request.user)
+    if request.method == "POST":
+        found = get_object_or_404(WebhookDelivery, pk=request.POST.get("delivery") or 0, webhook=hook)
+        delivery_redeliver(delivery=found)
+        messages.success(request, f"Delivery {found.pk} queued to be sent again.")
+        return redirect("webhook_deliveries", pk=hook.pk)
+    return render(request, "notifications/deliveries.html", {
+        "hook": hook, "attempts": delivery.webhook_attempts(hook, limit=500)})
+
+
+@csrf_exempt  # one-click unsubscribe from a mail program (RFC 8058) posts without a session
+@require_http_methods(["GET", "POST"])
+def notifications_unsubscribe(request, token):
+    """The link in every mail: stops mail for that kind of event, logged in or not."""
+    found = delivery.unsubscribe_read(token)
+    if found is None:
+        return render(request, "notifications/unsubscribed.html", {"bad": True}, status=400)
+    user_id, kind = found
+    user = get_object_or_404(get_user_model(), pk=user_id)
+    mail_preference_set(user=user, kind=kind, email=request.POST.get("resubscribe") == "1")
+    return render(request, "notifications/unsubscribed.html", {
+        "kind_label": NotificationEvent.Kind(kind).label, "resubscribed": request.POST.get("resubscribe") == "1",
+        "token": token})

@@ -32,9 +32,9 @@ def worker_env(overrides: dict | None = None) -> dict:
 
 
 def start_worker(env_overrides: dict | None = None, *, pool: str = "solo", concurrency: int = 1,
-                 beat: bool = False) -> subprocess.Popen:
+                 beat: bool = False, queues: str = "scoring") -> subprocess.Popen:
     cmd = [sys.executable, "-m", "celery", "-A", "leaderboard", "worker", "--pool", pool,
-           "--concurrency", str(concurrency), "--queues", "scoring", "--without-gossip", "--without-mingle",
+           "--concurrency", str(concurrency), "--queues", queues, "--without-gossip", "--without-mingle",
            "--without-heartbeat", "--loglevel", "INFO"]
     if beat:
         cmd.append("--beat")

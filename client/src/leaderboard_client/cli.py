@@ -592,6 +592,68 @@ def add_team_parser(sub) -> None:
     p.set_defaults(func=cmd_team_leave)
 
 
+# -- webhooks (lb webhook ...) ------------------------------------------------------------
+WEBHOOK_EVENTS = ("submission.scored", "submission.failed", "round.opened", "round.closed", "round.interim",
+                  "round.resolved", "benchmark.revealed")
+
+
+def cmd_webhook_add(client: Client, args: argparse.Namespace, out) -> int:
+    events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else list(WEBHOOK_EVENTS)
+    made = client.add_webhook(args.target, events, secret=args.secret)
+    out.write(f"webhook {made['id']}: {made['url']} for {', '.join(made['events'])}\n")
+    if made.get("secret"):
+        out.write(f"secret (shown once; verify X-Leaderboard-Signature with it): {made['secret']}\n")
+    return EXIT_OK
+
+
+def cmd_webhook_list(client: Client, args: argparse.Namespace, out) -> int:
+    hooks = client.webhooks()
+    _emit(["id", "url", "events", "active", "disabled_reason"],
+          [[h["id"], h["url"], ",".join(h["events"]), h["active"], h.get("disabled_reason") or ""] for h in hooks],
+          hooks, args.format, out)
+    return EXIT_OK
+
+
+def cmd_webhook_remove(client: Client, args: argparse.Namespace, out) -> int:
+    client.remove_webhook(args.webhook_id)
+    out.write(f"webhook {args.webhook_id} removed\n")
+    return EXIT_OK
+
+
+def cmd_webhook_deliveries(client: Client, args: argparse.Namespace, out) -> int:
+    if args.redeliver is not None:
+        client.redeliver(args.webhook_id, args.redeliver)
+        out.write(f"delivery {args.redeliver} queued to be sent again\n")
+        return EXIT_OK
+    rows = client.webhook_deliveries(args.webhook_id)
+    _emit(["delivery", "event", "attempt", "status_code", "delivered_at", "error"],
+          [[r["delivery"], r["event"], r["attempt"], r["status_code"], r["delivered_at"], r["error"]] for r in rows],
+          rows, args.format, out)
+    return EXIT_OK
+
+
+def add_webhook_parser(sub) -> None:
+    """``lb webhook ...``: add, list, remove, deliveries (and --redeliver)."""
+    hook = sub.add_parser("webhook", help="webhooks: add, list, remove, deliveries").add_subparsers(
+        dest="webhook_command", required=True, metavar="ACTION")
+    p = hook.add_parser("add", help="signed POSTs of events to a URL of yours")
+    p.add_argument("target", metavar="URL", help="where the POSTs go (not --url, the server's address)")
+    p.add_argument("--events", help=f"comma-separated, from {','.join(WEBHOOK_EVENTS)} (default: all)")
+    p.add_argument("--secret", help="16 to 200 characters (default: the server makes one and prints it once)")
+    p.set_defaults(func=cmd_webhook_add)
+    p = hook.add_parser("list", help="your webhooks")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(func=cmd_webhook_list)
+    p = hook.add_parser("remove", help="remove a webhook")
+    p.add_argument("webhook_id", type=int)
+    p.set_defaults(func=cmd_webhook_remove)
+    p = hook.add_parser("deliveries", help="every attempt of a webhook, newest first")
+    p.add_argument("webhook_id", type=int)
+    p.add_argument("--redeliver", type=int, metavar="DELIVERY", help="send this delivery again now")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(func=cmd_webhook_deliveries)
+
+
 # -- errors ---------------------------------------------------------------------
 def _report(exc: LeaderboardError) -> int:
     """Print what went wrong, the server's row/column messages included; return the exit code."""
@@ -726,6 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_whoami)
     add_team_parser(sub)
+    add_webhook_parser(sub)
     return parser
 
 

@@ -29,7 +29,7 @@ import sys
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -551,6 +551,33 @@ class Client:
         """``POST /api/teams/{id}/leave/``: your next uploads to its benchmark are your own."""
         return Team.from_json(self._json(self._request("POST", f"/api/teams/{int(team_id)}/leave/",
                                                        repeatable=False)))
+
+    # -- webhooks (issue 22) -------------------------------------------------------
+    def webhooks(self) -> list[dict[str, Any]]:
+        """``GET /api/webhooks/``: your webhooks (id, url, events, active, disabled_at, disabled_reason)."""
+        return list(self._get("/api/webhooks/"))
+
+    def add_webhook(self, url: str, events: Sequence[str], *, secret: str | None = None) -> dict[str, Any]:
+        """``POST /api/webhooks/``: deliveries of ``events`` to ``url``, signed with ``secret``. Without a
+        secret the server makes one and returns it (``secret``) this once."""
+        body: dict[str, Any] = {"url": url, "events": list(events)}
+        if secret:
+            body["secret"] = secret
+        return dict(self._json(self._request("POST", "/api/webhooks/", repeatable=False, json_body=body)))
+
+    def remove_webhook(self, webhook_id: int) -> None:
+        """``DELETE /api/webhooks/{id}/``."""
+        self._request("DELETE", f"/api/webhooks/{int(webhook_id)}/", repeatable=True)
+
+    def webhook_deliveries(self, webhook_id: int) -> list[dict[str, Any]]:
+        """``GET /api/webhooks/{id}/deliveries/``: every attempt, newest first (event, status_code, attempt,
+        delivered_at, error, and the delivery's id for ``redeliver``)."""
+        return list(self._get(f"/api/webhooks/{int(webhook_id)}/deliveries/"))
+
+    def redeliver(self, webhook_id: int, delivery_id: int) -> dict[str, Any]:
+        """``POST /api/webhooks/{id}/deliveries/{delivery}/redeliver/``: send it again now."""
+        return dict(self._json(self._request(
+            "POST", f"/api/webhooks/{int(webhook_id)}/deliveries/{int(delivery_id)}/redeliver/", repeatable=True)))
 
 
 # -- helpers ----------------------------------------------------------------------

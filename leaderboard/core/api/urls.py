@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard.core.api import rounds, teams, views
+from leaderboard.core.api import rounds, teams, views, webhooks
 
 urlpatterns = [
     path("me/", views.Me.as_view(), name="api-me"),
@@ -28,6 +28,11 @@ urlpatterns = [
     path("invites/", teams.InviteList.as_view(), name="api-invites"),
     path("invites/<int:pk>/accept/", teams.InviteAccept.as_view(), name="api-invite-accept"),
     path("invites/<int:pk>/decline/", teams.InviteDecline.as_view(), name="api-invite-decline"),
+    path("webhooks/", webhooks.WebhookListCreate.as_view(), name="api-webhooks"),
+    path("webhooks/<int:pk>/", webhooks.WebhookDetail.as_view(), name="api-webhook"),
+    path("webhooks/<int:pk>/deliveries/", webhooks.WebhookDeliveries.as_view(), name="api-webhook-deliveries"),
+    path("webhooks/<int:pk>/deliveries/<int:delivery_id>/redeliver/", webhooks.WebhookRedeliver.as_view(),
+         name="api-webhook-redeliver"),
     path("submissions/<int:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),
     path("submissions/<int:pk>/cases/", views.SubmissionCases.as_view(), name="api-submission-cases"),
     path("submissions/<int:pk>/select/", views.SubmissionSelect.as_view(), name="api-submission-select"),

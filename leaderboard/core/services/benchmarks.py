@@ -18,11 +18,12 @@ from scoring.kinds import get_kind, kind_names
 from scoring.kinds.base import CaseSet, Truth
 
 from leaderboard.core.boardcache import boards_changed
-from leaderboard.core.models import Benchmark, Case, Round, Submission, TruthValue, TruthVersion
+from leaderboard.core.models import Benchmark, Case, NotificationEvent, Round, Submission, TruthValue, TruthVersion
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.casedata import latest_truth_version
 from leaderboard.core.services.deid import caseset_deidentify
 from leaderboard.core.services.leaderboards import leaderboard_refresh
+from leaderboard.core.services.notifications import benchmark_event_emit
 from leaderboard.core.services.rounds import (
     round_closed_message,
     round_set_deadline,
@@ -303,6 +304,8 @@ def benchmark_reveal(*, benchmark: Benchmark, reveal: bool = True) -> None:
         benchmark.private_revealed_at = timezone.now() if reveal else None
         benchmark.save(update_fields=["private_revealed_at", "updated_at"])
         boards_changed(benchmark.pk)
+        if reveal:
+            benchmark_event_emit(benchmark, NotificationEvent.Kind.BENCHMARK_REVEALED)
 
 
 def benchmark_rescore(*, benchmark: Benchmark) -> int:

@@ -31,6 +31,7 @@ from leaderboard.core.models import (
     Benchmark,
     Case,
     Entrant,
+    NotificationEvent,
     Round,
     RoundScore,
     RoundTruthFreeScores,
@@ -48,6 +49,7 @@ from leaderboard.core.services.casedata import round_truth, round_universe
 from leaderboard.core.services.entrants import entrant_resolve
 from leaderboard.core.services.idempotency import IdempotencyCollision
 from leaderboard.core.services.leaderboards import BoardEntry, StandingEntry, round_board_write, standings_write
+from leaderboard.core.services.notifications import round_event_emit
 from leaderboard.core.services.outbox import round_version_enqueue_on_commit
 from leaderboard.core.services.predictions import (
     PredictionsSource,
@@ -121,6 +123,7 @@ def round_open(*, benchmark: Benchmark, data: bytes, filename: str, closes_at: d
         Case.objects.bulk_create(
             [Case(round=round_, external_id=c.case_id, split=c.split, public=c.public, position=i)
              for i, c in enumerate(cases.cases)], batch_size=2000)
+        round_event_emit(round_, NotificationEvent.Kind.ROUND_OPENED)
     log.info("%s: round %s opened with %s ids", benchmark.slug, number, len(cases.cases))
     return round_
 
@@ -446,6 +449,12 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
             if round_.status != Round.Status.RESOLVED:
                 round_set_status(round_=round_, status=Round.Status.RESOLVED)
             standings_refresh(benchmark=benchmark, track=round_.track)
+            # The outbox, in this transaction: one row for the resolution. Its fan-out, on the
+            # notifications queue, expands it into a submission.scored per counted submission
+            # (writing 10,000 of them here would add seconds to the scoring).
+            round_event_emit(round_, NotificationEvent.Kind.ROUND_RESOLVED, version=tv.version)
+        else:
+            round_event_emit(round_, NotificationEvent.Kind.ROUND_INTERIM, version=tv.version)
     # Wall and this process' CPU time (all its threads) per stage: on a shared machine the
     # wall time says how busy it was, the CPU time what the work cost.
     log.info("%s round %s: version %s scored for %s submissions (load %.1f s, score %.1f s, write %.1f s; "

@@ -10,8 +10,9 @@ from django.utils import timezone
 from scoring.errors import RowError
 
 from leaderboard.core.boardcache import boards_changed
-from leaderboard.core.models import Benchmark, Round, TruthVersion
+from leaderboard.core.models import Benchmark, NotificationEvent, Round, TruthVersion
 from leaderboard.core.services.answers import SubmissionRejected
+from leaderboard.core.services.notifications import round_event_emit
 
 
 def rounds_open(benchmark: Benchmark):
@@ -116,7 +117,8 @@ def round_set_status(*, round_: Round, status: str) -> Round:
     uploads take the same row lock, so none slips in after). Resolving needs a
     final truth version. A static competition's permanent round closes like
     any other (by hand or at its deadline) and never reopens: its public
-    truth is shown case by case from the close on. Nor does a round with any
+    truth is shown case by case from the close on (closing writes the ``round.closed`` event to the
+    notifications outbox). Nor does a round with any
     truth version, interim or final (409, whatever asks: the admin, a command,
     the API): its truth is public.
     """
@@ -151,6 +153,8 @@ def round_set_status(*, round_: Round, status: str) -> Round:
         round_.status_changed_at = now
         round_.save()
         boards_changed(round_.benchmark_id)  # pages show the round's status beside its board
+        if status == Round.Status.CLOSED:
+            round_event_emit(round_, NotificationEvent.Kind.ROUND_CLOSED)
         return round_
 
 

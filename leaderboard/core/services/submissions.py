@@ -27,6 +27,7 @@ from leaderboard.core.models import (
     Case,
     CaseResult,
     Entrant,
+    NotificationEvent,
     Round,
     Score,
     Submission,
@@ -38,6 +39,7 @@ from leaderboard.core.services.answers import Accepted, SubmissionRejected
 from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
 from leaderboard.core.services.idempotency import IdempotencyCollision
 from leaderboard.core.services.leaderboards import leaderboard_refresh_entrant
+from leaderboard.core.services.notifications import submission_event_emit
 from leaderboard.core.services.outbox import outbox_drain, submission_enqueue_on_commit
 from leaderboard.core.services.predictions import (
     PredictionsSource,
@@ -187,6 +189,7 @@ def _fail(sub: Submission, reason: str, *, server_side: bool, errors: Sequence[R
         extra["counts_against_limit"] = False
         reason += " This submission does not count against your daily limit."
     submission_set_status(sub, Status.FAILED, reason, **extra)
+    submission_event_emit(sub, NotificationEvent.Kind.SUBMISSION_FAILED)
     # A rescore that fails must not leave the old scores standing on the leaderboard.
     if Score.objects.filter(submission=sub).exists():
         Score.objects.filter(submission=sub).delete()
@@ -264,6 +267,8 @@ def submission_score(*, submission_id: int) -> str | None:
                               + ("" if version.is_final else " (interim: provisional)"),
                               truth_version=version, errors=[], case_columns=sub.case_columns)
         leaderboard_refresh_entrant(round_, sub.entrant_id)
+        # In this transaction: the outbox row commits with the scores (a rescore to the same scores writes none).
+        submission_event_emit(sub, NotificationEvent.Kind.SUBMISSION_SCORED, scores=result.metrics)
     timing_record(metric="scoring", kind=benchmark.kind, seconds=time.perf_counter() - started)
     return Status.SCORED
 

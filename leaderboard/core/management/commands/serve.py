@@ -5,7 +5,9 @@ Three child processes, each in its own process group:
 - web: gunicorn with threaded workers and timeouts (``leaderboard/gunicorn_conf.py``);
   with ``--dev``, Django's development server with code reloading instead;
 - worker: a Celery worker consuming the scoring queue;
-- beat: Celery beat, which runs the periodic sweep (outbox, dead workers, stuck work).
+- beat: Celery beat, which runs the periodic sweep (outbox, dead workers, stuck work);
+- notifier: a second Celery worker, one process, consuming the ``notifications`` queue (mail and
+  webhooks), so that a round of 10,000 entrants being notified never holds up scoring.
 
 serve watches them. If the worker or beat exits, it says so loudly and starts
 it again. A worker that is running but makes no progress is restarted the same
@@ -43,8 +45,9 @@ MAX_RESTARTS = 3
 RESTART_WINDOW = 60.0
 POLL_SECONDS = 0.2
 STALL_CHECK_SECONDS = 5.0
-STOP_GRACE = {"web": 25.0, "beat": 10.0, "worker": 30.0}
-ROLE_NAMES = {"web": "web server", "worker": "scoring worker", "beat": "beat scheduler (periodic sweep)"}
+STOP_GRACE = {"web": 25.0, "beat": 10.0, "worker": 30.0, "notifier": 30.0}
+ROLE_NAMES = {"web": "web server", "worker": "scoring worker", "beat": "beat scheduler (periodic sweep)",
+              "notifier": "notifications worker (mail and webhooks)"}
 
 
 def _die_with_parent() -> None:
@@ -122,6 +125,9 @@ class Command(BaseCommand):
             Child("worker", [*celery, "worker", "--queues", "scoring",
                              "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
                              "--hostname", self.worker_node]),
+            Child("notifier", [*celery, "worker", "--queues", "notifications", "--concurrency", "1",
+                               "--without-gossip", "--without-mingle",
+                               "--hostname", f"notify-{os.getpid()}@{socket.gethostname()}"]),
         ]
         if not settings.DEBUG:
             # With DEBUG off, pages name the hashed files of collectstatic's manifest.

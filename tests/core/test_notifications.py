@@ -1,0 +1,347 @@
+"""Notifications: every event once, signed webhooks to a real receiver on 127.0.0.1, retries,
+no redirects, no private addresses unless allowed, mail to a real SMTP server with an unsubscribe
+link that works logged out, the API and the pages."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+from urllib.parse import urlsplit
+
+import pytest
+from django.utils import timezone
+
+from leaderboard.core.delivery import notifications_dispatch
+from leaderboard.core.models import (
+    MailDelivery,
+    NotificationEvent,
+    Submission,
+    Webhook,
+    WebhookAttempt,
+    WebhookDelivery,
+)
+from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal
+from leaderboard.core.services.notifications import EVENTS, mail_preference_set, webhook_create
+from leaderboard.core.services.round_engine import (
+    round_close,
+    round_open,
+    round_truth_load,
+    round_version_score,
+)
+from leaderboard.core.services.rounds import round_set_status
+from leaderboard.core.services.submissions import submission_score, submissions_sweep_stuck
+from leaderboard.core.services.uploads import submission_create
+from tests.conftest import MINI_ROWS, submission_csv
+from tests.support.receiver import start_receiver
+from tests.support.signals import SignalsRound, signals_benchmark
+
+SECRET = "a-secret-of-the-owner-0123456789"
+
+
+@pytest.fixture
+def receiver():
+    r = start_receiver()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def allow_local(settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    settings.WEBHOOK_RETRY_BASE_SECONDS = 0  # a retry falls due at once: the next sweep sends it
+
+
+def upload_static(user, benchmark, **kw):
+    sub = submission_create(user=user, benchmark=benchmark, data=submission_csv(MINI_ROWS, **kw),
+                            filename="p.csv").submission
+    submission_score(submission_id=sub.pk)
+    return Submission.objects.get(pk=sub.pk)
+
+
+def score_latest(round_):
+    from leaderboard.core.models import TruthVersion
+
+    tv = TruthVersion.objects.filter(round=round_).order_by("-version").first()
+    assert round_version_score(round_id=round_.pk, version=tv.version) == "scored"
+
+
+def test_each_event_is_delivered_once_with_a_signature_that_verifies(db, users, mini_benchmark, tmp_path,
+                                                                     receiver, allow_local):
+    owner = users["owner"]
+    webhook_create(user=owner, url=receiver.url, events=list(EVENTS), secret=SECRET)
+
+    # A static benchmark: scored, failed (its worker died three times), closed, revealed.
+    scored = upload_static(owner, mini_benchmark)
+    dying = submission_create(user=owner, benchmark=mini_benchmark, data=submission_csv(MINI_ROWS),
+                              filename="p.csv").submission
+    Submission.objects.filter(pk=dying.pk).update(status="scoring", attempts=3,
+                                                  heartbeat_at=timezone.now() - dt.timedelta(hours=1))
+    submissions_sweep_stuck()
+    round_set_status(round_=scored.round, status="closed")
+    benchmark_reveal(benchmark=mini_benchmark)
+
+    # A round benchmark: opened, closed, interim, resolved (and the round submission scored).
+    bench = signals_benchmark(tmp_path)
+    gen = SignalsRound(60, seed=3)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    round_sub = submission_create(user=owner, benchmark=bench, data=gen.submission_csv(gen.predictions(0.5, 1)),
+                                  filename="p.csv").submission
+    round_close(round_=round_)
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(2.0, 5)), filename="t.csv", final=False,
+                     as_of=dt.date(2026, 1, 5))
+    score_latest(round_)
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1.0, 6)), filename="t.csv", final=True)
+    score_latest(round_)
+
+    notifications_dispatch()
+    notifications_dispatch()  # the sweep again: nothing twice
+    got = receiver.wait(10)
+    events = sorted(receiver.events())
+    assert events == sorted(["submission.scored", "submission.failed", "round.closed", "benchmark.revealed",
+                             "round.opened", "round.closed", "round.interim", "submission.scored",
+                             "round.resolved"])
+    ids = [r.json["id"] for r in got]
+    assert len(set(ids)) == len(ids)
+    for r in got:
+        assert r.signature_ok(SECRET), r.headers
+        assert r.headers["X-Leaderboard-Event"] == r.json["event"]
+        assert r.headers["X-Leaderboard-Delivery"] == r.json["id"]
+        assert abs(int(r.headers["X-Leaderboard-Timestamp"]) - timezone.now().timestamp()) < 60
+        assert set(r.json) == {"id", "event", "created_at", "data"}
+    by_event = {(r.json["event"], r.json["data"].get("submission")): r.json["data"] for r in got}
+    static = by_event[("submission.scored", scored.pk)]
+    assert (static["benchmark"], static["status"]) == ("mini-props", "scored")
+    assert set(static["scores"]) == {"public", "private"}  # revealed by the time it was sent
+    assert by_event[("submission.failed", dying.pk)]["status"] == "failed"
+    round_result = by_event[("submission.scored", round_sub.pk)]
+    assert round_result["round"] == 1 and "corr" in round_result["scores"]
+    resolved = by_event[("round.resolved", None)]
+    assert (resolved["benchmark"], resolved["round"], resolved["version"]) == ("sig", 1, 2)
+    assert by_event[("round.interim", None)]["version"] == 1
+    assert not any(r.signature_ok("another-secret-entirely-000000") for r in got)
+
+
+def test_a_rescore_that_changes_nothing_sends_nothing(db, users, mini_benchmark, receiver, allow_local):
+    webhook_create(user=users["owner"], url=receiver.url, events=["submission.scored"], secret=SECRET)
+    sub = upload_static(users["owner"], mini_benchmark)
+    notifications_dispatch()
+    assert len(receiver.wait(1)) == 1
+    benchmark_rescore(benchmark=mini_benchmark)
+    submission_score(submission_id=sub.pk)
+    assert Submission.objects.get(pk=sub.pk).status == "scored"
+    notifications_dispatch()
+    assert NotificationEvent.objects.filter(kind="submission.scored").count() == 1
+    assert len(receiver.requests) == 1
+
+
+def _attempts(hook):
+    return list(WebhookAttempt.objects.filter(delivery__webhook=hook).order_by("attempt")
+                .values_list("attempt", "status_code", "ok"))
+
+
+def test_a_500_and_a_timeout_are_retried_until_delivered(db, users, mini_benchmark, settings, allow_local):
+    settings.WEBHOOK_TIMEOUT_SECONDS = 0.5
+    receiver = start_receiver([500, ("sleep", 1.5), 200])
+    try:
+        hook = webhook_create(user=users["owner"], url=receiver.url, events=["submission.scored"], secret=SECRET)
+        upload_static(users["owner"], mini_benchmark)
+        notifications_dispatch()
+        assert _attempts(hook) == [(1, 500, False)]
+        notifications_dispatch()
+        assert _attempts(hook) == [(1, 500, False), (2, None, False)]
+        timeout_error = WebhookAttempt.objects.get(attempt=2).error
+        assert "no answer within 0.5 s" in timeout_error
+        notifications_dispatch()
+        assert _attempts(hook) == [(1, 500, False), (2, None, False), (3, 200, True)]
+        assert WebhookDelivery.objects.get().state == "delivered"
+        notifications_dispatch()
+        assert len(receiver.requests) == 3
+    finally:
+        receiver.close()
+
+
+def test_backoff_is_exponential_and_stops_after_eight_attempts(db, users, mini_benchmark, settings, allow_local):
+    settings.WEBHOOK_RETRY_BASE_SECONDS = 60
+    receiver = start_receiver([500] * 20)
+    try:
+        hook = webhook_create(user=users["owner"], url=receiver.url, events=["submission.scored"], secret=SECRET)
+        upload_static(users["owner"], mini_benchmark)
+        waits = []
+        for _ in range(10):
+            before = timezone.now()
+            notifications_dispatch()
+            d = WebhookDelivery.objects.get()
+            if d.state != "pending":
+                break
+            waits.append(round((d.next_attempt_at - before).total_seconds() / 60))
+            WebhookDelivery.objects.filter(pk=d.pk).update(next_attempt_at=timezone.now())  # time passes
+        assert waits == [1, 3, 9, 27, 81, 243, 729]  # minutes: about 18 hours over 8 attempts
+        assert (d.state, d.attempts, len(receiver.requests)) == ("failed", 8, 8)
+        assert Webhook.objects.get(pk=hook.pk).failing_since is not None
+    finally:
+        receiver.close()
+
+
+def test_a_redirect_is_not_followed(db, users, mini_benchmark, allow_local):
+    receiver = start_receiver([("redirect", "/elsewhere")])
+    try:
+        hook = webhook_create(user=users["owner"], url=receiver.url, events=["submission.scored"], secret=SECRET)
+        upload_static(users["owner"], mini_benchmark)
+        notifications_dispatch()
+        assert [r.path for r in receiver.requests] == ["/hook"]
+        (attempt,) = WebhookAttempt.objects.filter(delivery__webhook=hook)
+        assert attempt.status_code == 302 and not attempt.ok and "not followed" in attempt.error
+        assert WebhookDelivery.objects.get().state == "pending"  # retried later, to the same URL
+    finally:
+        receiver.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_private_address_is_refused_unless_allowed(db, users, mini_benchmark, receiver, settings, host):
+    settings.DEBUG = False
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    url = receiver.url.replace("127.0.0.1", host)
+    hook = webhook_create(user=users["owner"], url=url, events=["submission.scored"], secret=SECRET)
+    upload_static(users["owner"], mini_benchmark)
+    notifications_dispatch()
+    (attempt,) = WebhookAttempt.objects.filter(delivery__webhook=hook)
+    assert attempt.status_code is None and "loopback" in attempt.error and "WEBHOOK_ALLOW_PRIVATE_NETWORKS" in attempt.error
+    assert receiver.requests == []
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    WebhookDelivery.objects.update(next_attempt_at=timezone.now())
+    notifications_dispatch()
+    assert len(receiver.requests) == 1
+
+
+def test_a_webhook_failing_for_a_day_is_disabled_and_its_owner_mailed(db, users, mini_benchmark, settings,
+                                                                      allow_local, smtp_server):
+    owner = users["owner"]
+    owner.email = "owner@example.org"
+    owner.save()
+    mail_preference_set(user=owner, kind="submission.scored", email=False)
+    receiver = start_receiver([503] * 5)
+    try:
+        hook = webhook_create(user=owner, url=receiver.url, events=["submission.scored"], secret=SECRET)
+        upload_static(owner, mini_benchmark)
+        notifications_dispatch()
+        Webhook.objects.filter(pk=hook.pk).update(failing_since=timezone.now() - dt.timedelta(hours=25))
+        notifications_dispatch()
+        hook.refresh_from_db()
+        assert not hook.is_active and "HTTP 503" in hook.disabled_reason
+        (message,) = smtp_server.wait_for("owner@example.org")
+        assert "webhook disabled" in message.subject and receiver.url in message.subject
+        sent = len(receiver.requests)
+        upload_static(owner, mini_benchmark, a=[float(i) for i in range(10)])
+        notifications_dispatch()
+        assert len(receiver.requests) == sent  # nothing goes to a disabled webhook
+    finally:
+        receiver.close()
+
+
+def test_mail_has_text_html_scores_rank_and_an_unsubscribe_link_that_works_logged_out(
+        db, users, mini_benchmark, smtp_server, client):
+    owner = users["owner"]
+    owner.email = "owner@example.org"
+    owner.save()
+    sub = upload_static(owner, mini_benchmark)
+    notifications_dispatch()
+    (message,) = smtp_server.wait_for("owner@example.org")
+    assert f"submission #{sub.pk}" in message.subject and "is scored" in message.subject
+    html = message.message.get_body(preferencelist=("html",)).get_content()
+    text = message.text
+    # The truth itself as predictions: Spearman 1 on both properties, recall 1: score 1.
+    assert "public: " in text and " score 1," in text and "Rank on the public leaderboard: 1 of 1." in text
+    assert f"/submissions/{sub.pk}/" in text and f"/submissions/{sub.pk}/" in html
+    assert "private" not in text.split("Rank")[0]  # the private split is not revealed
+    unsubscribe = next(link for link in message.links() if "/notifications/unsubscribe/" in link)
+    assert str(message.message["List-Unsubscribe"]).strip() == f"<{unsubscribe}>"
+    assert unsubscribe in html
+    page = client.get(urlsplit(unsubscribe).path)  # no session: logged out
+    assert page.status_code == 200 and b"no longer be mailed" in page.content
+    upload_static(owner, mini_benchmark, a=[float(i) for i in range(10)])
+    notifications_dispatch()
+    assert len(smtp_server.to("owner@example.org")) == 1
+    forged = client.get("/notifications/unsubscribe/not-a-token/")
+    assert forged.status_code == 400
+
+
+def test_mail_defaults_round_resolved_on_interim_off(db, users, tmp_path, smtp_server):
+    owner = users["owner"]
+    owner.email = "owner@example.org"
+    owner.save()
+    bench = signals_benchmark(tmp_path)
+    gen = SignalsRound(60, seed=3)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    submission_create(user=owner, benchmark=bench, data=gen.submission_csv(gen.predictions(0.5, 1)), filename="p.csv")
+    round_close(round_=round_)
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(2.0, 5)), filename="t.csv", final=False,
+                     as_of=dt.date(2026, 1, 5))
+    score_latest(round_)
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1.0, 6)), filename="t.csv", final=True)
+    score_latest(round_)
+    notifications_dispatch()
+    (message,) = smtp_server.wait_for("owner@example.org")
+    assert "round 1 is resolved" in message.subject
+    assert "owner (submission #" in message.text and "rank 1 of 1" in message.text and "corr" in message.text
+    assert MailDelivery.objects.count() == 1
+
+
+def test_webhook_api_add_list_deliveries_redeliver_remove(db, users, api_for, mini_benchmark, receiver,
+                                                          allow_local):
+    api = api_for("owner")
+    bad = api.post("/api/webhooks/", {"url": "ftp://x", "events": ["nope"]}, format="json")
+    assert bad.status_code == 400 and "url" in bad.json()["errors"][0]["message"]
+    made = api.post("/api/webhooks/", {"url": receiver.url, "events": ["submission.scored"]}, format="json")
+    assert made.status_code == 201
+    hook_id, secret = made.json()["id"], made.json()["secret"]
+    assert [h["url"] for h in api.get("/api/webhooks/").json()] == [receiver.url]
+    assert api_for("member").get(f"/api/webhooks/{hook_id}/deliveries/").status_code == 404
+    upload_static(users["owner"], mini_benchmark)
+    notifications_dispatch()
+    (row,) = api.get(f"/api/webhooks/{hook_id}/deliveries/").json()
+    assert (row["event"], row["status_code"], row["attempt"], row["error"]) == ("submission.scored", 200, 1, "")
+    assert receiver.requests[0].signature_ok(secret)
+    again = api.post(f"/api/webhooks/{hook_id}/deliveries/{row['delivery']}/redeliver/")
+    assert again.status_code == 202
+    notifications_dispatch()
+    assert [r["attempt"] for r in api.get(f"/api/webhooks/{hook_id}/deliveries/").json()] == [2, 1]
+    assert receiver.requests[0].json["id"] == receiver.requests[1].json["id"]
+    assert api.delete(f"/api/webhooks/{hook_id}/").status_code == 204
+    assert api.get("/api/webhooks/").json() == []
+
+
+def test_settings_page_saves_mail_choices_and_lists_webhooks(db, users, client, receiver, allow_local,
+                                                             mini_benchmark):
+    client.force_login(users["owner"])
+    page = client.get("/notifications/")
+    assert page.status_code == 200 and b'name="mail_submission.scored" checked' in page.content
+    assert b'name="mail_round.interim" checked' not in page.content
+    client.post("/notifications/", {"action": "mail", "mail_round.interim": "on"})
+    page = client.get("/notifications/")
+    assert b'name="mail_round.interim" checked' in page.content
+    assert b'name="mail_submission.scored" checked' not in page.content
+    added = client.post("/notifications/", {"action": "add_webhook", "url": receiver.url,
+                                            "events": ["submission.scored"]})
+    assert added.status_code == 200 and b"Webhook added" in added.content
+    refused = client.post("/notifications/", {"action": "add_webhook", "url": "not a url", "events": []})
+    assert refused.status_code == 400 and b"webhook URL starts with https://" in refused.content
+    upload_static(users["owner"], mini_benchmark)
+    notifications_dispatch()
+    hook = Webhook.objects.get(user=users["owner"])
+    profile = client.get("/accounts/profile/")
+    assert receiver.url.encode() in profile.content and b"submission.scored" in profile.content
+    log = client.get(f"/notifications/webhooks/{hook.pk}/")
+    assert log.status_code == 200 and b"Redeliver" in log.content and b">200<" in log.content
+    delivery = WebhookDelivery.objects.get()
+    client.post(f"/notifications/webhooks/{hook.pk}/", {"delivery": delivery.pk})
+    notifications_dispatch()
+    assert len(receiver.requests) == 2
+
+
+def test_signature_matches_the_documented_formula():
+    from leaderboard.core.webhookhttp import signature
+
+    body = json.dumps({"id": "x"}).encode()
+    expected = hmac.new(b"k" * 16, b"1700000000." + body, hashlib.sha256).hexdigest()
+    assert signature("k" * 16, 1700000000, body) == f"sha256={expected}"
