@@ -481,8 +481,8 @@ class RoundKind(Kind):
     def round_canonical_bytes(self, parsed: RoundSubmission, universe: Universe) -> bytes:
         """What the audit hash covers: a canonical CSV of the values in universe order."""
         lines = [",".join(["id", *parsed.columns])]
-        for cid, row in zip(universe.ids, parsed.values):
-            lines.append(",".join([cid, *(repr(float(v)) for v in row)]))
+        # tolist() gives Python floats, whose repr is repr(float(v)): the same bytes, several times faster.
+        lines.extend(",".join([cid, *map(repr, row)]) for cid, row in zip(universe.ids, parsed.values.tolist()))
         if parsed.meta:
             lines.append("#" + json.dumps(parsed.meta, sort_keys=True, separators=(",", ":")))
         return ("\n".join(lines) + "\n").encode()
