@@ -151,6 +151,24 @@ def test_record_of_each_kind_rescores_exactly_and_reports_alterations(resolved, 
         assert "reproduces" in check.summary()
         if what == "signals":
             assert len(manifest["truth_versions"]) == 2  # the interim version is in the record too
+        if what == "static":  # every upload before the close, the outsider's two included
+            assert sorted((a["entrant"], a["audit_hash"]) for a in manifest["audit"]) == sorted(
+                Submission.objects.filter(round__benchmark__slug=slug).values_list("entrant__name", "audit_hash"))
+            assert len(manifest["audit"]) == 4
+
+    # A record made with another scoring version names the version to install.
+    slug, n = resolved["ranking"]
+    data = record_of(client, slug, n)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            content = src.read(info.filename)
+            if info.filename == "manifest.json":
+                content = json.dumps(json.loads(content) | {"scoring_version": "9.9.9"}).encode()
+            dst.writestr(info.filename, content)
+    check = verify_record(out.getvalue())
+    assert not check.ok and check.version_needed == "9.9.9"
+    assert "pip install 'leaderboard-scoring==9.9.9'" in check.problems[0]
 
 
 def alter_byte(data: bytes, member_prefix: str) -> bytes:
