@@ -151,6 +151,9 @@ def test_record_of_each_kind_rescores_exactly_and_reports_alterations(resolved, 
         assert "reproduces" in check.summary()
         if what == "signals":
             assert len(manifest["truth_versions"]) == 2  # the interim version is in the record too
+        page = client.get(f"/b/{slug}/" if what == "static" else f"/b/{slug}/rounds/{n}/").content.decode()
+        assert published in page and f"lb verify-round {slug} {n}" in page, what
+        assert f"/api/benchmarks/{slug}/rounds/{n}/record/" in page, what
         if what == "static":  # every upload before the close, the outsider's two included
             assert sorted((a["entrant"], a["audit_hash"]) for a in manifest["audit"]) == sorted(
                 Submission.objects.filter(round__benchmark__slug=slug).values_list("entrant__name", "audit_hash"))
