@@ -120,6 +120,7 @@ def test_commitment_is_published_at_close_and_covers_every_counted_submission(db
     upload(users["member"], bench, gen.submission_csv(gen.predictions(0.5, 3)))
     answer = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/").json()
     assert answer["commitment"] is None and answer["record_url"] is None  # open: nothing committed yet
+    assert client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/committed/").status_code == 409
     round_close(round_=round_)
     answer = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/").json()
     assert len(answer["audit"]) == 2
@@ -129,6 +130,8 @@ def test_commitment_is_published_at_close_and_covers_every_counted_submission(db
     assert ("member", mine) in {(a["entrant"], a["audit_hash"]) for a in answer["audit"]}
     page = client.get(f"/b/{bench.slug}/rounds/{round_.number}/").content.decode()
     assert answer["commitment"] in page
+    listed = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/committed/").json()
+    assert listed["commitment"] == answer["commitment"] and len(listed["audit"]) == 2
     # Before the final truth the record is refused, saying when it comes.
     refused = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/record/")
     assert refused.status_code == 409
@@ -158,6 +161,9 @@ def test_record_of_each_kind_rescores_exactly_and_reports_alterations(resolved, 
             assert sorted((a["entrant"], a["audit_hash"]) for a in manifest["audit"]) == sorted(
                 Submission.objects.filter(round__benchmark__slug=slug).values_list("entrant__name", "audit_hash"))
             assert len(manifest["audit"]) == 4
+            listed = client.get(f"/api/benchmarks/{slug}/rounds/{n}/committed/").json()
+            assert listed["commitment"] == published
+            assert by_hand((a["entrant"], a["audit_hash"]) for a in listed["audit"]) == published
 
     # A record made with another scoring version names the version to install.
     slug, n = resolved["ranking"]

@@ -129,6 +129,23 @@ class RoundUniverse(APIView):
         return response
 
 
+class RoundCommitted(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses={200: s.CommittedListSerializer, 409: s.ErrorsSerializer},
+                   summary="After close: the commitment and the list it covers (a static benchmark's round too)")
+    def get(self, request, slug, n):
+        b = selectors.benchmark_for(request.user, slug)
+        r = selectors.round_of(b, n)
+        if r is None:
+            raise Http404(f"{slug} has no round {n}")
+        listed = selectors.round_committed(r)
+        if listed is None:
+            return error_response([RowError(f"round {r.number} has published no commitment yet: it does when "
+                                            "submissions close")], 409)
+        return Response({"round": r.number, "commitment": r.commitment, "audit": listed})
+
+
 class RoundRecord(APIView):
     permission_classes = [permissions.AllowAny]
 

@@ -53,6 +53,8 @@ class BenchmarkDetailSerializer(BenchmarkListSerializer):
     commitment = serializers.CharField(allow_null=True, help_text=(
         "a static benchmark, once closed: SHA-256 (hex) of the sorted lines entrant,audit_hash of every "
         "submission received before the close that has not failed; null otherwise"))
+    audit_url = serializers.CharField(allow_null=True, help_text=(
+        "a static benchmark, once closed: the list the commitment covers (entrant, audit_hash, received_at)"))
     record_url = serializers.CharField(allow_null=True, help_text=(
         "a static benchmark, once revealed: its record (a zip lb verify-round rescores); null otherwise"))
     remaining_today = serializers.IntegerField(allow_null=True)
@@ -196,6 +198,12 @@ class AuditSerializer(serializers.Serializer):
     entrant = serializers.CharField()
     audit_hash = serializers.CharField()
     received_at = serializers.DateTimeField()
+
+
+class CommittedListSerializer(serializers.Serializer):
+    round = serializers.IntegerField()
+    commitment = serializers.CharField()
+    audit = AuditSerializer(many=True, help_text="every submission the commitment covers, by entrant and hash")
 
 
 class RoundListItemSerializer(serializers.Serializer):

@@ -13,6 +13,8 @@ urlpatterns = [
     path("benchmarks/<slug:slug>/rounds/", rounds.RoundList.as_view(), name="api-rounds"),
     path("benchmarks/<slug:slug>/rounds/<int:n>/", rounds.RoundDetail.as_view(), name="api-round"),
     path("benchmarks/<slug:slug>/rounds/<int:n>/universe/", rounds.RoundUniverse.as_view(), name="api-round-universe"),
+    path("benchmarks/<slug:slug>/rounds/<int:n>/committed/", rounds.RoundCommitted.as_view(),
+         name="api-round-committed"),
     path("benchmarks/<slug:slug>/rounds/<int:n>/record/", rounds.RoundRecord.as_view(), name="api-round-record"),
     path("benchmarks/<slug:slug>/rounds/<int:n>/close/", rounds.RoundClose.as_view(), name="api-round-close"),
     path("benchmarks/<slug:slug>/rounds/<int:n>/stakes/", rounds.RoundStakes.as_view(), name="api-round-stakes"),

@@ -117,6 +117,8 @@ class BenchmarkDetail(APIView):
             "private_revealed": b.private_revealed,
             # A static benchmark's commitment (published at its close) and, after the reveal, its record.
             "commitment": (round_.commitment or None) if round_ is not None and round_.is_permanent else None,
+            "audit_url": (request.build_absolute_uri(reverse("api-round-committed", args=[b.slug, round_.number]))
+                          if round_ is not None and round_.is_permanent and round_.commitment else None),
             "record_url": (request.build_absolute_uri(reverse("api-round-record", args=[b.slug, round_.number]))
                            if round_ is not None and round_.is_permanent and not record_refusal(round_) else None),
             "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
