@@ -101,6 +101,9 @@ class Round(models.Model):
     universe_name = models.CharField(max_length=255, blank=True)
     universe_sha256 = models.CharField(max_length=64, blank=True)
     universe_size = models.PositiveIntegerField(default=0, help_text="Ids in the universe.")
+    # Published when the round closes, before any truth: SHA-256 of the sorted lines
+    # "entrant,audit_hash" of its counted submissions (scoring.record.commitment); empty while open.
+    commitment = models.CharField(max_length=64, blank=True)
 
     objects = RoundQuerySet.as_manager()
 

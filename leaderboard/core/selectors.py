@@ -48,7 +48,7 @@ from leaderboard.core.services.casedata import (
 
 # Which rounds take uploads and which is current are the pages' reads too (re-exported).
 from leaderboard.core.services.rounds import current_round as current_round
-from leaderboard.core.services.rounds import leaderboard_round
+from leaderboard.core.services.rounds import leaderboard_round, round_counted
 from leaderboard.core.services.rounds import rounds_open as rounds_open
 from leaderboard.core.services.visibility import case_truth_visible
 
@@ -603,6 +603,16 @@ def round_audit(round_: Round) -> list[dict] | None:
     return [{"entrant": name, "audit_hash": audit_hash, "received_at": at}
             for name, audit_hash, at in Submission.objects.filter(round=round_, is_counted=True)
             .order_by("entrant__name", "id").values_list("entrant__name", "audit_hash", "received_at")]
+
+
+def round_committed(round_: Round) -> list[dict] | None:
+    """After close, what the round's commitment covers (a static benchmark's: every upload before
+    its close that did not fail): entrant, audit hash, received_at; None while open or uncommitted."""
+    if round_.status == Round.Status.OPEN or not round_.commitment:
+        return None
+    return [{"entrant": name, "audit_hash": audit_hash, "received_at": at}
+            for name, audit_hash, at in round_counted(round_).order_by("entrant__name", "audit_hash", "id")
+            .values_list("entrant__name", "audit_hash", "received_at")]
 
 
 def round_truth_visible(round_: Round, viewer) -> bool:

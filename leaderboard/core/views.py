@@ -43,6 +43,7 @@ from leaderboard.core.models import (
 )
 from leaderboard.core.outage import is_database_outage, outage_response
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
+from leaderboard.core.records import record_refusal
 from leaderboard.core.services.accounts import account_delete, upload_refusal
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.casedata import round_caseset
@@ -296,6 +297,7 @@ def round_detail(request, slug, number):
         "find_me": selectors.round_board_find(round_, request.user, page_size=page_size),
         "versions": selectors.round_truth_versions(round_),
         "audit": selectors.round_audit(round_),
+        "record_ready": record_refusal(round_) is None,
         "charts": charts,
         "notes": list((round_.data or {}).get("notes", [])),
         "kind_template": kind.round_template,

@@ -14,6 +14,8 @@ Exit codes (stable; scripts may rely on them):
     7  timeout: --wait gave up before a final status
     8  not allowed: missing, invalid or revoked token, or not permitted (401, 403)
     9  failed: the submission was accepted but its scoring failed (the reason is printed)
+   10  verify-round: the record does not reproduce the board or the commitment (the first differences
+       are printed), or it was scored with another leaderboard-scoring version (which one is printed)
   141  the reader of the output went away (lb leaderboard X | head), as for any Unix tool
 """
 from __future__ import annotations
@@ -60,6 +62,7 @@ EXIT_SERVER = 6
 EXIT_TIMEOUT = 7
 EXIT_AUTH = 8
 EXIT_FAILED = 9
+EXIT_MISMATCH = 10
 EXIT_PIPE = 141  # 128 + SIGPIPE, what a Unix tool killed by a closed pipe reports
 
 
@@ -654,6 +657,39 @@ def add_webhook_parser(sub) -> None:
     p.set_defaults(func=cmd_webhook_deliveries)
 
 
+def cmd_verify_round(client: Client, args: argparse.Namespace, out) -> int:
+    """``lb verify-round SLUG N``: exit 0 only when the record reproduces the board and the commitment."""
+    from leaderboard_client.verify import ScoringNotInstalled, verify_round
+
+    try:
+        result = verify_round(client, args.slug, args.number, record=args.record, audit_hash=args.audit_hash,
+                              keep=args.output)
+    except ScoringNotInstalled as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    if result.ok:
+        out.write(result.summary + "\n")
+        return EXIT_OK
+    _err(f"{args.slug} round {args.number}: the record does NOT reproduce; first differences:")
+    for problem in result.problems:
+        print(f"  {problem}", file=sys.stderr)
+    if result.version_needed:
+        _err(f"install the version it was scored with: pip install 'leaderboard-scoring=={result.version_needed}'")
+    return EXIT_MISMATCH
+
+
+def add_verify_parser(sub) -> None:
+    """``lb verify-round SLUG N``."""
+    p = sub.add_parser("verify-round", help="download a resolved round's record and rescore it with the installed "
+                                            "leaderboard-scoring: exit 0 only on an exact match")
+    p.add_argument("slug")
+    p.add_argument("number", type=int, help="the round (a static benchmark: 1)")
+    p.add_argument("--record", help="check this record file instead of downloading it")
+    p.add_argument("-o", "--output", help="keep the downloaded record in this file")
+    p.add_argument("--audit-hash", help="your submission's audit hash: it must be in the committed list")
+    p.set_defaults(func=cmd_verify_round)
+
+
 # -- errors ---------------------------------------------------------------------
 def _report(exc: LeaderboardError) -> int:
     """Print what went wrong, the server's row/column messages included; return the exit code."""
@@ -789,6 +825,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_whoami)
     add_team_parser(sub)
     add_webhook_parser(sub)
+
+
+    add_verify_parser(sub)
     return parser
 
 

@@ -469,6 +469,29 @@ class Client:
         """``GET /api/me/``: who the token belongs to, whether it may upload, its entrants and teams."""
         return Me.from_json(self._get("/api/me/"))
 
+    def round_record(self, slug: str, number: int, *, path: str | os.PathLike | None = None) -> bytes | None:
+        """``GET /api/benchmarks/{slug}/rounds/{n}/record/``: the round's record (a zip), published once
+        the round is resolved (a static benchmark's round 1 once revealed). With ``path`` it is streamed
+        to that file (and None returned); without, returned as bytes."""
+        url = f"{self._b(slug)}/rounds/{int(number)}/record/"
+        with self._http.stream("GET", url, headers={"Accept": "application/zip, application/json"}) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise self._error(response)
+            if path is None:
+                return response.read()
+            with open(path, "wb") as out:
+                for chunk in response.iter_bytes(1 << 20):
+                    out.write(chunk)
+        return None
+
+    def verify_round(self, slug: str, number: int, **kw: Any) -> Any:
+        """Download round ``number``'s record, check it and rescore it with the installed
+        leaderboard-scoring (``leaderboard_client.verify.verify_round``); ``.ok`` on an exact match."""
+        from leaderboard_client.verify import verify_round
+
+        return verify_round(self, slug, number, **kw)
+
     def history(self, slug: str, number: int) -> History:
         """``GET /api/benchmarks/{slug}/rounds/{n}/history/``: every entrant's scores per truth version."""
         return History.from_json(self._get(f"{self._b(slug)}/rounds/{int(number)}/history/"))

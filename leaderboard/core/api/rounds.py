@@ -1,7 +1,7 @@
 """API of round benchmarks: rounds (public reads, staff actions), round boards and history."""
 from __future__ import annotations
 
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status
@@ -28,6 +28,7 @@ from leaderboard.core.api.views import (
 )
 from leaderboard.core.inputs import aware_datetime_from_text, date_from_text
 from leaderboard.core.models import Round
+from leaderboard.core.records import record_filename, record_refusal, record_stream
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
 
@@ -61,6 +62,9 @@ def round_detail(request, r: Round) -> dict:
         "truth_versions": [{"version": v.version, "interim": not v.is_final, "as_of": v.as_of,
                             "scored": v.scored_at is not None} for v in selectors.round_truth_versions(r)],
         "audit": selectors.round_audit(r),
+        "commitment": r.commitment or None,
+        "record_url": (None if record_refusal(r) else request.build_absolute_uri(
+            reverse("api-round-record", args=[r.benchmark.slug, r.number]))),
         "notes": list((r.data or {}).get("notes", [])),
         "details": selectors.round_public(r),
     }
@@ -124,6 +128,42 @@ class RoundUniverse(APIView):
             raise Http404("this round has no universe file")
         response = FileResponse(r.universe.open("rb"), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{r.benchmark.slug}-round-{r.number}-universe.csv"'
+        return response
+
+
+class RoundCommitted(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses={200: s.CommittedListSerializer, 409: s.ErrorsSerializer},
+                   summary="After close: the commitment and the list it covers (a static benchmark's round too)")
+    def get(self, request, slug, n):
+        b = selectors.benchmark_for(request.user, slug)
+        r = selectors.round_of(b, n)
+        if r is None:
+            raise Http404(f"{slug} has no round {n}")
+        listed = selectors.round_committed(r)
+        if listed is None:
+            return error_response([RowError(f"round {r.number} has published no commitment yet: it does when "
+                                            "submissions close")], 409)
+        return Response({"round": r.number, "commitment": r.commitment, "audit": listed})
+
+
+class RoundRecord(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses={(200, "application/zip"): bytes, 409: s.ErrorsSerializer},
+                   summary="The round's record (after the final truth; a static benchmark's round 1 after the "
+                           "reveal): a zip anyone can rescore with leaderboard-scoring (lb verify-round)")
+    def get(self, request, slug, n):
+        b = selectors.benchmark_for(request.user, slug)
+        r = selectors.round_of(b, n)
+        if r is None:
+            raise Http404(f"{slug} has no round {n}")
+        refusal = record_refusal(r)
+        if refusal:
+            return error_response([RowError(refusal)], 409)
+        response = StreamingHttpResponse(record_stream(r), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{record_filename(r)}"'
         return response
 
 

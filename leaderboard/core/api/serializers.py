@@ -57,6 +57,13 @@ class BenchmarkDetailSerializer(BenchmarkListSerializer):
     closes_at = serializers.DateTimeField(allow_null=True, help_text="The deadline of a static benchmark, if any.")
     closed_reason = serializers.CharField(allow_null=True, help_text="Why no submission is accepted now (when closed).")
     private_revealed = serializers.BooleanField()
+    commitment = serializers.CharField(allow_null=True, help_text=(
+        "a static benchmark, once closed: SHA-256 (hex) of the sorted lines entrant,audit_hash of every "
+        "submission received before the close that has not failed; null otherwise"))
+    audit_url = serializers.CharField(allow_null=True, help_text=(
+        "a static benchmark, once closed: the list the commitment covers (entrant, audit_hash, received_at)"))
+    record_url = serializers.CharField(allow_null=True, help_text=(
+        "a static benchmark, once revealed: its record (a zip lb verify-round rescores); null otherwise"))
     remaining_today = serializers.IntegerField(allow_null=True)
     format = serializers.CharField(help_text="Markdown describing the submission file.")
 
@@ -218,6 +225,12 @@ class AuditSerializer(serializers.Serializer):
     received_at = serializers.DateTimeField()
 
 
+class CommittedListSerializer(serializers.Serializer):
+    round = serializers.IntegerField()
+    commitment = serializers.CharField()
+    audit = AuditSerializer(many=True, help_text="every submission the commitment covers, by entrant and hash")
+
+
 class RoundListItemSerializer(serializers.Serializer):
     number = serializers.IntegerField()
     status = serializers.CharField()
@@ -235,6 +248,11 @@ class RoundDetailSerializer(RoundListItemSerializer):
     universe_url = serializers.CharField()
     truth_versions = TruthVersionSerializer(many=True)
     audit = AuditSerializer(many=True, allow_null=True, help_text="after close: the frozen submissions")
+    commitment = serializers.CharField(allow_null=True, help_text=(
+        "after close (published before any truth): SHA-256 (hex) of the sorted lines entrant,audit_hash of "
+        "every counted submission, each ending in a newline; null while open"))
+    record_url = serializers.CharField(allow_null=True, help_text=(
+        "once resolved: the round's record, a zip lb verify-round rescores; null before"))
     notes = serializers.ListField(child=serializers.CharField())
     details = serializers.DictField(allow_null=True, help_text=(
         "what the kind shows beyond the board, or null. portfolio: options (option, start_price, index, cash); "

@@ -24,6 +24,7 @@ from leaderboard.core.boardcache import cached_read, public_read
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.models import Benchmark, Entrant, Submission, TeamMembership
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
+from leaderboard.core.records import record_refusal
 from leaderboard.core.services.accounts import upload_refusal
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.idempotency import idempotency_key_check
@@ -157,6 +158,12 @@ class BenchmarkDetail(APIView):
             "closes_at": round_.closes_at if round_ is not None and round_.is_permanent else None,
             "closed_reason": refusal,
             "private_revealed": b.private_revealed,
+            # A static benchmark's commitment (published at its close) and, after the reveal, its record.
+            "commitment": (round_.commitment or None) if round_ is not None and round_.is_permanent else None,
+            "audit_url": (request.build_absolute_uri(reverse("api-round-committed", args=[b.slug, round_.number]))
+                          if round_ is not None and round_.is_permanent and round_.commitment else None),
+            "record_url": (request.build_absolute_uri(reverse("api-round-record", args=[b.slug, round_.number]))
+                           if round_ is not None and round_.is_permanent and not record_refusal(round_) else None),
             "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
             "format": kind.format_help(b.config),
         }

@@ -551,6 +551,12 @@ def _enqueue_truth_free_on_commit(round_: Round) -> None:
     transaction.on_commit(send)
 
 
+def round_counted_arrays(round_: Round):
+    """The round's counted submissions with their arrays, in id order, streamed (the record reads
+    them as scoring does): (id, entrant id, received_at, payload, rows, columns, data, benchmark model)."""
+    yield from _counted_arrays(round_)
+
+
 def _counted_arrays(round_: Round):
     """The round's counted submissions with their arrays, in id order, streamed.
 

@@ -8,9 +8,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from scoring.errors import RowError
+from scoring.record import commitment
 
 from leaderboard.core.boardcache import boards_changed
-from leaderboard.core.models import Benchmark, NotificationEvent, Round, TruthVersion
+from leaderboard.core.models import Benchmark, NotificationEvent, Round, Submission, TruthVersion
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.notifications import round_event_emit
 
@@ -107,6 +108,22 @@ _MOVES: dict[str, set[str]] = {
 }
 
 
+def round_counted(round_: Round):
+    """The submissions a round's commitment covers. A round kind's: each entrant's counted one. A
+    static benchmark's: every upload received before the close that has not failed (any of them may
+    rank: the best public score, the selected one)."""
+    if round_.is_permanent:
+        out = Submission.objects.filter(round=round_).exclude(status=Submission.Status.FAILED)
+        return out.filter(received_at__lte=round_.closes_at) if round_.closes_at else out
+    return Submission.objects.filter(round=round_, is_counted=True)
+
+
+def round_commitment_pairs(round_: Round) -> list[tuple[str, str]]:
+    """(entrant name, audit hash) of every submission the round's commitment covers."""
+    return list(round_counted(round_).order_by("entrant__name", "audit_hash", "id")
+                .values_list("entrant__name", "audit_hash"))
+
+
 def round_set_status(*, round_: Round, status: str) -> Round:
     """Move a round to ``status``.
 
@@ -145,13 +162,18 @@ def round_set_status(*, round_: Round, status: str) -> Round:
             raise SubmissionRejected([RowError("load the final truth before resolving the round")], status=409)
         if status == Round.Status.CLOSED and (round_.closes_at is None or round_.closes_at > now):
             round_.closes_at = now
+        if status == Round.Status.CLOSED and round_.status == Round.Status.OPEN:
+            # Under the round's row lock that uploads share: the list is final here.
+            round_.commitment = commitment(round_commitment_pairs(round_))
+        if status == Round.Status.OPEN:
+            round_.commitment = ""
         if status == Round.Status.OPEN and round_.closes_at is not None and round_.closes_at <= now:
             round_.closes_at = None
         if status == Round.Status.RESOLVED and round_.resolves_at is None:
             round_.resolves_at = now
         round_.status = status
         round_.status_changed_at = now
-        round_.save()
+        round_.save()  # with the commitment, published at close
         boards_changed(round_.benchmark_id)  # pages show the round's status beside its board
         if status == Round.Status.CLOSED:
             round_event_emit(round_, NotificationEvent.Kind.ROUND_CLOSED)

@@ -1,0 +1,267 @@
+"""Rounds anyone can check: the commitment published at close, the record after the final truth
+(a static benchmark: after the reveal), and ``lb verify-round`` rescoring it from an environment
+that holds only the client and leaderboard-scoring (no Django), against the live site.
+
+The commitment is worked here with hashlib from the audit list the API shows, not with the
+server's helper; the record's board must be reproduced exactly by the separately installed
+scoring package, and a record altered by one byte, or with one board value changed (its hash
+in the manifest made to match), must be reported.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from scoring.record import verify_record
+
+from leaderboard.core.models import Round, Submission
+from leaderboard.core.services.benchmarks import benchmark_load_bundle, benchmark_reveal
+from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
+from leaderboard.core.services.uploads import submission_create
+from tests.conftest import MINI_ROWS, submission_csv, write_properties_bundle
+from tests.support.portfolio import portfolio_benchmark, portfolio_json, prices_csv, universe_csv
+from tests.support.ranking import RankingRound, ranking_benchmark
+from tests.support.signals import SignalsRound, signals_benchmark
+from tests.support.venv import ROOT, cached_venv, clean_env
+
+NAMES = ("owner", "member", "outsider")
+
+
+def upload(user, bench, data: bytes, name: str = "p.csv") -> Submission:
+    return submission_create(user=user, benchmark=bench, data=data, filename=name, entrant=None).submission
+
+
+def by_hand(pairs) -> str:
+    """The commitment as INTERFACE.md words it: SHA-256 over the sorted lines entrant,audit_hash."""
+    return hashlib.sha256("".join(f"{e},{h}\n" for e, h in sorted(pairs)).encode()).hexdigest()
+
+
+def resolve_signals(tmp_path, users) -> tuple[str, int]:
+    bench = signals_benchmark(tmp_path)
+    gen = SignalsRound(80, seed=4)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    for i, name in enumerate(NAMES):
+        upload(users[name], bench, gen.submission_csv(gen.predictions(1.0 - 0.4 * i, 10 + i)))
+    stakes_load(round_=round_, data=b"entrant,stake\nowner,12.5\nmember,3\n")
+    round_close(round_=round_)
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(0.8, 1)), filename="t1.csv", final=False,
+                     as_of=timezone.now().date())
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(0.8, 2)), filename="t2.csv", final=True)
+    return bench.slug, round_.number
+
+
+def resolve_ranking(tmp_path, users) -> tuple[str, int]:
+    bench = ranking_benchmark(tmp_path)
+    gen = RankingRound(60, seed=5)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    for i, name in enumerate(NAMES):
+        upload(users[name], bench, gen.submission_csv(gen.predictions(1.0 - 0.5 * i, 20 + i)))
+    round_close(round_=round_)
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.returns(0.5, 3)), filename="r.csv", final=True)
+    return bench.slug, round_.number
+
+
+def resolve_portfolio(tmp_path, users) -> tuple[str, int]:
+    bench = portfolio_benchmark(tmp_path)
+    start = {"AAA": 10.0, "BBB": 20.0, "CCC": 40.0, "SP500": 100.0}
+    round_ = round_open(benchmark=bench, data=universe_csv(start), filename="u.csv", track="weekly")
+    upload(users["owner"], bench, portfolio_json({"AAA": 60, "CASH": 40}, 0.8, "Mostly AAA."), "p.json")
+    upload(users["member"], bench, portfolio_json({"BBB": 50, "SP500": 50}, 0.6, "Half index."), "p.json")
+    upload(users["outsider"], bench, portfolio_json({"CCC": 100}, 0.3, ""), "p.json")
+    round_close(round_=round_)
+    round_truth_load(round_=round_, data=prices_csv({"AAA": 11.5, "BBB": 19.0, "CCC": 44.0, "SP500": 103.0}),
+                     filename="end.csv", final=True)
+    return bench.slug, round_.number
+
+
+def resolve_static(tmp_path, users) -> tuple[str, int]:
+    bench = benchmark_load_bundle(write_properties_bundle(tmp_path / "props", MINI_ROWS, slug="rec-props",
+                                                          daily_limit=10)).benchmark
+    a = [row["A"] for row in MINI_ROWS]
+    b = [row["B"] for row in MINI_ROWS]
+    upload(users["owner"], bench, submission_csv(MINI_ROWS))
+    upload(users["member"], bench, submission_csv(MINI_ROWS, a=[x * 0.5 + (i % 3) for i, x in enumerate(a)], b=b))
+    upload(users["outsider"], bench, submission_csv(MINI_ROWS, a=list(reversed(a)), b=list(reversed(b))))
+    upload(users["outsider"], bench, submission_csv(MINI_ROWS, a=[(i * 7) % 10 for i in range(10)], b=b))
+    round_ = Round.objects.get(benchmark=bench, is_permanent=True)
+    round_close(round_=round_)
+    benchmark_reveal(benchmark=bench)
+    return bench.slug, round_.number
+
+
+@pytest.fixture
+def resolved(transactional_db, tmp_path, users):
+    return {"signals": resolve_signals(tmp_path, users), "ranking": resolve_ranking(tmp_path, users),
+            "portfolio": resolve_portfolio(tmp_path, users), "static": resolve_static(tmp_path, users)}
+
+
+def record_of(client, slug, n) -> bytes:
+    response = client.get(f"/api/benchmarks/{slug}/rounds/{n}/record/")
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == "application/zip"
+    assert response.streaming
+    return b"".join(response.streaming_content)
+
+
+def test_commitment_is_published_at_close_and_covers_every_counted_submission(db, tmp_path, users, client):
+    bench = signals_benchmark(tmp_path)
+    gen = SignalsRound(40, seed=2)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    upload(users["owner"], bench, gen.submission_csv(gen.predictions(1, 1)))  # replaced below: not committed
+    upload(users["owner"], bench, gen.submission_csv(gen.predictions(1, 2)))
+    upload(users["member"], bench, gen.submission_csv(gen.predictions(0.5, 3)))
+    answer = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/").json()
+    assert answer["commitment"] is None and answer["record_url"] is None  # open: nothing committed yet
+    assert client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/committed/").status_code == 409
+    round_close(round_=round_)
+    answer = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/").json()
+    assert len(answer["audit"]) == 2
+    assert answer["commitment"] == by_hand((a["entrant"], a["audit_hash"]) for a in answer["audit"])
+    # Each entrant finds its own hash in the public list (the predictions stay private).
+    mine = Submission.objects.get(round=round_, entrant__name="member", is_counted=True).audit_hash
+    assert ("member", mine) in {(a["entrant"], a["audit_hash"]) for a in answer["audit"]}
+    page = client.get(f"/b/{bench.slug}/rounds/{round_.number}/").content.decode()
+    assert answer["commitment"] in page
+    listed = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/committed/").json()
+    assert listed["commitment"] == answer["commitment"] and len(listed["audit"]) == 2
+    # Before the final truth the record is refused, saying when it comes.
+    refused = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/record/")
+    assert refused.status_code == 409
+    assert "resolved" in refused.json()["errors"][0]["message"]
+
+
+def test_record_of_each_kind_rescores_exactly_and_reports_alterations(resolved, client):
+    for what, (slug, n) in resolved.items():
+        data = record_of(client, slug, n)
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            manifest = json.loads(archive.read("manifest.json"))
+            names = set(archive.namelist())
+        assert names == {"manifest.json", *manifest["files"]}, what
+        published = (client.get(f"/api/benchmarks/{slug}/").json()["commitment"] if what == "static"
+                     else client.get(f"/api/benchmarks/{slug}/rounds/{n}/").json()["commitment"])
+        assert published == by_hand((a["entrant"], a["audit_hash"]) for a in manifest["audit"]), what
+        check = verify_record(data, commitment_published=published)
+        assert check.ok, (what, check.problems)
+        assert check.rescored >= 3 and check.board_rows >= 3, what
+        assert "reproduces" in check.summary()
+        if what == "signals":
+            assert len(manifest["truth_versions"]) == 2  # the interim version is in the record too
+        page = client.get(f"/b/{slug}/" if what == "static" else f"/b/{slug}/rounds/{n}/").content.decode()
+        assert published in page and f"lb verify-round {slug} {n}" in page, what
+        assert f"/api/benchmarks/{slug}/rounds/{n}/record/" in page, what
+        if what == "static":  # every upload before the close, the outsider's two included
+            assert sorted((a["entrant"], a["audit_hash"]) for a in manifest["audit"]) == sorted(
+                Submission.objects.filter(round__benchmark__slug=slug).values_list("entrant__name", "audit_hash"))
+            assert len(manifest["audit"]) == 4
+            listed = client.get(f"/api/benchmarks/{slug}/rounds/{n}/committed/").json()
+            assert listed["commitment"] == published
+            assert by_hand((a["entrant"], a["audit_hash"]) for a in listed["audit"]) == published
+
+    # A record made with another scoring version names the version to install.
+    slug, n = resolved["ranking"]
+    data = record_of(client, slug, n)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            content = src.read(info.filename)
+            if info.filename == "manifest.json":
+                content = json.dumps(json.loads(content) | {"scoring_version": "9.9.9"}).encode()
+            dst.writestr(info.filename, content)
+    check = verify_record(out.getvalue())
+    assert not check.ok and check.version_needed == "9.9.9"
+    assert "pip install 'leaderboard-scoring==9.9.9'" in check.problems[0]
+
+
+def alter_byte(data: bytes, member_prefix: str) -> bytes:
+    """The record with one byte of its first ``member_prefix`` file changed (manifest untouched)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        done = False
+        for info in src.infolist():
+            content = src.read(info.filename)
+            if not done and info.filename.startswith(member_prefix):
+                at = content.index(b"0.", len(content) // 2)
+                content = content[:at] + b"1" + content[at + 1:]
+                done = True
+            dst.writestr(info.filename, content)
+    return out.getvalue()
+
+
+def alter_board(data: bytes) -> tuple[bytes, str, float]:
+    """The record with one board value changed in the last decimal, its manifest hash made to match."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src:
+        files = {i.filename: src.read(i.filename) for i in src.infolist()}
+    manifest = json.loads(files["manifest.json"])
+    name = manifest["boards"]["public"]
+    board = json.loads(files[name])
+    row = board["rows"][1]
+    metric = next(k for k, v in sorted(row["metrics"].items()) if isinstance(v, float) and k != "score")
+    row["metrics"][metric] = row["metrics"][metric] + 1e-12
+    files[name] = json.dumps(board).encode()
+    manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+    files["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(out, "w") as dst:
+        for filename, content in files.items():
+            dst.writestr(filename, content)
+    return out.getvalue(), row["entrant"], metric
+
+
+def run_lb(venv: Path, base: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(venv / "bin" / "lb"), "--url", base, *args], capture_output=True, text=True,
+                          env=clean_env(), timeout=300)
+
+
+@pytest.fixture
+def verify_venv():
+    """The client and leaderboard-scoring installed from their folders into a fresh environment (and
+    nothing of the server's): the cached environment tests/scoring/test_distribution.py builds too."""
+    return cached_venv(Path(settings.DATA_DIR) / "scoring-venv", projects=[ROOT / "client", ROOT / "scoring"])
+
+
+def test_lb_verify_round_from_an_environment_without_django(resolved, live_server, verify_venv, tmp_path):
+    python = verify_venv / "bin" / "python"
+    probe = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('django') is None, "
+                            "u.find_spec('leaderboard') is None, u.find_spec('scoring') is not None)"],
+                           capture_output=True, text=True, env=clean_env(), cwd=tmp_path, check=True)
+    assert probe.stdout.split() == ["True", "True", "True"]  # no Django there; the scoring package is
+
+    base = live_server.url
+    for what, (slug, n) in resolved.items():
+        own = Submission.objects.filter(round__benchmark__slug=slug, entrant__name="owner").latest("id").audit_hash
+        done = run_lb(verify_venv, base, "verify-round", slug, str(n), "--audit-hash", own,
+                      "-o", str(tmp_path / f"{what}.zip"))
+        assert done.returncode == 0, (what, done.stdout, done.stderr)
+        assert "reproduces" in done.stdout and "exactly" in done.stdout, what
+
+    # One byte of a submission changed: its hash no longer matches (the manifest's and its audit hash).
+    slug, n = resolved["signals"]
+    record = (tmp_path / "signals.zip").read_bytes()
+    (tmp_path / "byte.zip").write_bytes(alter_byte(record, "submissions/"))
+    done = run_lb(verify_venv, base, "verify-round", slug, str(n), "--record", str(tmp_path / "byte.zip"))
+    assert done.returncode == 10, done.stderr
+    assert "does NOT reproduce" in done.stderr and "submissions/" in done.stderr
+    assert "differs from the manifest's" in done.stderr
+
+    # One board value changed (with its manifest hash updated): the rescored board says which.
+    for what in ("ranking", "static"):
+        slug, n = resolved[what]
+        altered, entrant, metric = alter_board((tmp_path / f"{what}.zip").read_bytes())
+        (tmp_path / "board.zip").write_bytes(altered)
+        done = run_lb(verify_venv, base, "verify-round", slug, str(n), "--record", str(tmp_path / "board.zip"))
+        assert done.returncode == 10, (what, done.stderr)
+        assert f"({entrant}): {metric} published" in done.stderr, (what, done.stderr)
+
+    # A hash that was never committed is reported too.
+    slug, n = resolved["portfolio"]
+    done = run_lb(verify_venv, base, "verify-round", slug, str(n), "--record", str(tmp_path / "portfolio.zip"),
+                  "--audit-hash", "0" * 64)
+    assert done.returncode == 10 and "is not in the committed list" in done.stderr
