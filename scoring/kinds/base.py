@@ -35,6 +35,7 @@ import numpy as np
 
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.metrics_uncertainty import board_seed, ragged_mean_intervals
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,14 @@ class Kind:
             if m.name == name:
                 return m
         raise KeyError(name)
+
+    # -- uncertainty ----------------------------------------------------------
+    def case_contributions(self, rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> np.ndarray | None:
+        """Each case's share of the ranking metric, from one split's per-case rows (truth
+        included): values whose mean over the cases is the metric, which the board's
+        bootstrap (``scoring.metrics_uncertainty.contribution_intervals``) resamples.
+        None: this kind's metric cannot be split by case (the board shows no interval)."""
+        return None
 
     # -- bundles ------------------------------------------------------------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
@@ -391,6 +400,7 @@ class Standing:
     rounds: int
     order_at: dt.datetime
     track: str = ""
+    interval: tuple[float | None, float | None] = (None, None)  # 95% bootstrap of score over its rounds
 
 
 @dataclass
@@ -499,6 +509,13 @@ class RoundKind(Kind):
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
         """Score every counted submission of a round against one truth version, vectorised."""
         raise NotImplementedError
+
+    def round_intervals(self, inputs: RoundInputs, config: Mapping[str, Any], *,
+                        seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """95% bootstrap intervals of the ranking metric of every counted submission (in the order
+        of ``keys``), resampling the round's ids with ``seed``: ``(low, high)``. Called before
+        ``score_round_version`` (which may take the values). None: no interval for this kind."""
+        return None
 
     def score_truth_free(self, inputs: RoundInputs, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """``truth_free_metrics`` of every counted submission (``inputs.truth`` is None)."""
@@ -712,4 +729,15 @@ def windowed_mean_standings(results: Sequence[RoundResult], *, window: int, rank
         means = {name: (sum(v) / len(v) if v else None) for name, v in sums.items()}
         first_at = min(r.received_at[entrant] for r in rounds)
         rows.append(Standing(entrant, means.get(rank_by), means, len(rounds), first_at))
+    # The interval of each mean, resampling the entrant's rounds (seed: the rounds that count).
+    per_round = [[_nan_if_none(r.metrics[s.entrant].get(rank_by)) for r in taken[s.entrant]] for s in rows]
+    seed = board_seed("standings", rank_by, window, *sorted(r.number for r in results))
+    low, high = ragged_mean_intervals(per_round, seed=seed)
+    for s, lo, hi in zip(rows, low, high, strict=True):
+        if s.score is not None and np.isfinite(lo) and np.isfinite(hi):
+            s.interval = (float(lo), float(hi))
     return Standings(rows)
+
+
+def _nan_if_none(value: Any) -> float:
+    return float("nan") if value is None or not math.isfinite(value) else float(value)

@@ -50,7 +50,7 @@ from scoring import metrics_impact as mi
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
 from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
-from scoring.metrics_uncertainty import bootstrap_ci
+from scoring.metrics_uncertainty import contribution_intervals
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "multiplier_coefficient": 0.5,
@@ -732,13 +732,14 @@ def split_metrics(rows: Sequence[Mapping[str, Any]], *, resamples: int = 2000) -
 def exact_match_ci(matches: Sequence[bool], *, resamples: int = 2000, level: float = 0.95) -> tuple[float | None, float | None]:
     """95% interval on exact-match accuracy (percent) from per-case hits.
 
-    A percentile bootstrap with a fixed seed, so rescoring gives the same interval.
+    A percentile bootstrap with a fixed seed, so rescoring gives the same interval: the
+    one every board uses (``contribution_intervals``), each case contributing its hit.
     """
     values = np.asarray([100.0 if m else 0.0 for m in matches])
     if values.size == 0:
         return None, None
-    ci = bootstrap_ci(values, n=resamples, seed=0, confidence=level)
-    return ci.low, ci.high
+    low, high = contribution_intervals(values, n=resamples, seed=0, confidence=level)
+    return float(low[0]), float(high[0])
 
 
 def submission_summary(rows: Sequence[Mapping[str, Any]], *, split: str = "public", bins: int = 5) -> dict[str, Any]:

@@ -64,6 +64,7 @@ from scoring.metrics_portfolio import (
     price_returns,
     round_results,
 )
+from scoring.metrics_uncertainty import contribution_intervals
 
 OPTION, START, END, PERCENT = "option", "start_price", "end_price", "percent"
 DEFAULT_BENCHMARK_OPTION = "SP500"
@@ -457,6 +458,27 @@ class PortfolioKind(RoundKind):
         return RoundTruth(values, (END,), final=final, as_of=as_of)
 
     # -- scoring ------------------------------------------------------------------
+    def round_intervals(self, inputs: RoundInputs, config: Mapping[str, Any], *,
+                        seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Final truth only: each option's share of the score, options x 100 x weight x return /
+        oracle (their mean is the score), bootstrapped over the options."""
+        truth = inputs.truth
+        if truth is None or not truth.final or not len(inputs.keys):
+            return None
+        start = np.asarray(inputs.universe.columns[START], dtype=np.float64)
+        returns = price_returns(start, truth.column(END))
+        if not np.isfinite(returns).all():
+            return None
+        oracle = max(float(returns.max()), 0.0)
+        if oracle <= SCORE_TOLERANCE:
+            return None
+        weights = np.asarray(inputs.values[:, :, 0], dtype=np.float64)
+        totals = weights.sum(axis=1, keepdims=True)
+        weights = np.where(totals > 0, weights / np.where(totals > 0, totals, 1.0), weights)
+        shares = weights.T * returns[:, None] * (100.0 * len(returns) / oracle)  # options x portfolios
+        low, high = contribution_intervals(shares, seed=seed)
+        return np.minimum(low, 100.0), np.minimum(high, 100.0)
+
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
         """Every option is scored, the S&P 500 too (it is allocatable and may be the oracle); its return
         is also ``sp500_return``. Cash is an option priced 1 at start and end."""

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import ndtri
+from scipy.stats import rankdata
 
 from scoring import csvfile
 from scoring.errors import RowError, ValidationFailed
@@ -48,6 +49,7 @@ from scoring.kinds.base import (
     standings_min_rounds_note,
     windowed_mean_standings,
 )
+from scoring.metrics_uncertainty import contribution_intervals
 from scoring.rounds import (
     SIGNALS_METRICS,
     RoundMatrix,
@@ -58,6 +60,7 @@ from scoring.rounds import (
 )
 
 ID, PREDICTION, TARGET = "id", "prediction", "target"
+_INTERVAL_BLOCK = 1000  # submissions bootstrapped together (ids x 1,000 float64 per block)
 FEATURE_PREFIX = "feature_"
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 
@@ -225,6 +228,35 @@ class SignalsKind(RoundKind):
         return RoundTruth(values, columns, final=final, as_of=as_of)
 
     # -- scoring ------------------------------------------------------------------
+    def round_intervals(self, inputs: RoundInputs, config: Mapping[str, Any], *,
+                        seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Ranked by ``corr``: each id's share of the Pearson correlation of pow1.5(gaussianized
+        average ranks) with pow1.5(centred target), i.e. the product of the two standardised
+        sides, bootstrapped over the ids with a known target, a block of submissions at a time."""
+        if self.validate_config(config)["rank_by"] != "corr" or inputs.truth is None or not len(inputs.keys):
+            return None
+        target = inputs.truth.column(TARGET)
+        known = np.isfinite(target)
+        if known.sum() < 2:
+            return None
+        t = signed_power(target[known] - target[known].mean(), 1.5)
+        if t.std() == 0:
+            return None
+        zt = (t - t.mean()) / t.std()
+        m = len(inputs.keys)
+        low, high = np.full(m, np.nan), np.full(m, np.nan)
+        for start in range(0, m, _INTERVAL_BLOCK):
+            stop = min(m, start + _INTERVAL_BLOCK)
+            block = inputs.values[start:stop, :, 0][:, known].T  # ids x submissions
+            count = block.shape[0]
+            ranks = rankdata(block, axis=0)
+            p = signed_power(ndtri((ranks - 0.5) / count), 1.5)
+            sd = p.std(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                zp = np.where(sd > 0, (p - p.mean(axis=0)) / np.where(sd > 0, sd, 1.0), np.nan)
+            low[start:stop], high[start:stop] = contribution_intervals(zp * zt[:, None], seed=seed)
+        return low, high
+
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
         notes: list[str] = []
         ids = pd.Index(inputs.universe.ids)
