@@ -83,6 +83,20 @@ class Truth:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+LATE_SUBMISSIONS = "late_submissions"
+
+
+def late_submissions_config(config: Mapping[str, Any]) -> tuple[dict[str, bool], str | None]:
+    """The ``late_submissions`` key of a static kind's config, when given: (``{}`` or ``{key: bool}``,
+    the problem with its value or None)."""
+    if LATE_SUBMISSIONS not in config:
+        return {}, None
+    value = config[LATE_SUBMISSIONS]
+    if not isinstance(value, bool):
+        return {}, f"{LATE_SUBMISSIONS} must be true or false; got {value!r}"
+    return {LATE_SUBMISSIONS: value}, None
+
+
 @dataclass
 class Result:
     metrics: dict[str, dict[str, float | None]]  # split -> metric -> value
@@ -182,6 +196,10 @@ class Kind:
             if m.name == name:
                 return m
         raise KeyError(name)
+
+    def late_submissions(self, config: Mapping[str, Any]) -> bool:
+        """Static kinds: whether uploads after ``closes_at`` are still scored (marked late, never ranked)."""
+        return not self.is_round_kind and self.validate_config(config).get(LATE_SUBMISSIONS) is True
 
     # -- uncertainty ----------------------------------------------------------
     def case_contributions(self, rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> np.ndarray | None:

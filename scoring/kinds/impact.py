@@ -49,7 +49,19 @@ from scoring import csvfile
 from scoring import metrics_impact as mi
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
-from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth
+from scoring.kinds.base import (
+    DEV,
+    LATE_SUBMISSIONS,
+    RANKED_SPLITS,
+    Bundle,
+    Case,
+    CaseSet,
+    Kind,
+    MetricSpec,
+    Result,
+    Truth,
+    late_submissions_config,
+)
 from scoring.metrics_uncertainty import contribution_intervals
 
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -253,8 +265,12 @@ class ImpactKind(Kind):
         if not isinstance(config, Mapping):
             raise ValidationFailed([RowError("config must be a JSON object", column="config", file="benchmark.json")])
         out = dict(DEFAULT_CONFIG)
+        late, problem = late_submissions_config(config)
+        out.update(late)
+        if problem:
+            errors.add(problem, column=LATE_SUBMISSIONS)
         for key in config:
-            if key not in DEFAULT_CONFIG:
+            if key not in DEFAULT_CONFIG and key != LATE_SUBMISSIONS:
                 errors.add(f"unknown config key {_show(key)}; known keys: {', '.join(DEFAULT_CONFIG)}", column=str(key)[:100])
         floats = ("multiplier_coefficient", "multiplier_min", "multiplier_max", "score_divisor", "score_clamp")
         ints = ("min_predictions", "max_upload_bytes", "bootstrap_resamples")

@@ -63,6 +63,12 @@ class LeaderboardRowSerializer(serializers.Serializer):
     submission_id = serializers.IntegerField()
     audit_hash = serializers.CharField()
     provisional = serializers.BooleanField()
+    interval = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
+                                     help_text="[low, high]: 95% bootstrap interval of score, resampling the split's cases; null when the kind "
+                                               "gives none")
+    rank_range = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2, allow_null=True,
+                                       help_text="[best, worst]: the ranks this row could hold within the board's "
+                                                 "intervals")
     updated_at = serializers.DateTimeField()
 
 
@@ -83,6 +89,12 @@ class StandingsRowSerializer(serializers.Serializer):
     score = serializers.FloatField(allow_null=True)
     metrics = serializers.DictField()
     rounds = serializers.IntegerField(help_text="resolved rounds the entrant took part in (within the window)")
+    interval = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
+                                     help_text="[low, high]: 95% bootstrap interval of score, resampling the entrant's rounds; null when the kind "
+                                               "gives none")
+    rank_range = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2, allow_null=True,
+                                       help_text="[best, worst]: the ranks this row could hold within the board's "
+                                                 "intervals")
     updated_at = serializers.DateTimeField()
 
 
@@ -162,6 +174,7 @@ class SubmissionSerializer(serializers.Serializer):
     original_name = serializers.CharField()
     size = serializers.IntegerField()
     is_selected = serializers.BooleanField()
+    late = serializers.BooleanField(help_text="received after the deadline of a benchmark that takes late submissions: scored, never ranked")
     provisional = serializers.BooleanField()
     truth_version = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -242,6 +255,12 @@ class RoundBoardRowSerializer(serializers.Serializer):
     provisional = serializers.BooleanField()
     as_of = serializers.DateField(allow_null=True)
     audit_hash = serializers.CharField()
+    interval = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
+                                     help_text="[low, high]: 95% bootstrap interval of score, resampling the round's ids; null when the kind "
+                                               "gives none")
+    rank_range = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2, allow_null=True,
+                                       help_text="[best, worst]: the ranks this row could hold within the board's "
+                                                 "intervals")
     updated_at = serializers.DateTimeField()
 
 

@@ -56,7 +56,7 @@ def submission_dict(request, sub: Submission, *, standing: bool = False) -> dict
     out = {
         "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "uploaded_by": sub.user.username,
         "status": sub.status, "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
-        "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected,
+        "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected, "late": sub.late,
         "provisional": bool(sub.truth_version is not None and not sub.truth_version.is_final),
         "truth_version": sub.truth_version.version if sub.truth_version is not None else None,
         "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
@@ -80,7 +80,7 @@ def round_submission_dict(request, sub: Submission) -> dict:
         "provisional": bool(latest and latest["interim"]), "as_of": latest["as_of"] if latest else None,
         "truth_version": latest["version"] if latest else None, "history": history,
         "errors": sub.errors, "audit_hash": sub.audit_hash, "original_name": sub.original_name, "size": sub.size,
-        "is_selected": False, "created_at": sub.received_at, "started_at": sub.started_at,
+        "is_selected": False, "late": False, "created_at": sub.received_at, "started_at": sub.started_at,
         "scored_at": sub.scored_at, "url": request.build_absolute_uri(reverse("submission_detail", args=[sub.pk])),
     }
 
@@ -207,7 +207,8 @@ class Leaderboard(APIView):
                 page = selectors.standings_page(b, track=track, page=paging[0], page_size=paging[1])
                 return board_data(request, page, [
                     {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-                     "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows],
+                     "rounds": r.rounds, "interval": r.interval, "rank_range": r.rank_range,
+                     "updated_at": r.updated_at} for r in page.rows],
                     benchmark=b.slug, track=track, ranking_metric=kind.ranking_metric_for(b.config))
 
             return cached_board_answer(request, b, standings)
@@ -222,7 +223,7 @@ class Leaderboard(APIView):
                 {"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
                  "submissions": r.submissions_count, "submission_id": r.submission_id,
                  "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
-                 "updated_at": r.updated_at} for r in page.rows],
+                 "interval": r.interval, "rank_range": r.rank_range, "updated_at": r.updated_at} for r in page.rows],
                 benchmark=b.slug, split=split, ranking_metric=b.kind_impl.ranking_metric_for(b.config))
 
         return cached_board_answer(request, b, board)

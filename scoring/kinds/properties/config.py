@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.errors import RowError, ValidationFailed
+from scoring.kinds.base import LATE_SUBMISSIONS, late_submissions_config
 from scoring.metrics_properties import K_RULES
 
 ID = "sequence_id"
@@ -47,7 +48,8 @@ def _validate_config(config: Any) -> dict[str, Any]:
     errors: list[RowError] = []
     if not isinstance(config, Mapping):
         raise ValidationFailed([RowError(f"config must be a JSON object, got {type(config).__name__}")])
-    allowed = {"properties", "inputs", "weights", "recall_fraction", "recall_k", "max_upload_bytes"}
+    allowed = {"properties", "inputs", "weights", "recall_fraction", "recall_k", "max_upload_bytes",
+               LATE_SUBMISSIONS}
     for key in config:
         if key not in allowed:
             _config_error(errors, str(key), f"unknown key; allowed keys: {', '.join(sorted(allowed))}")
@@ -147,6 +149,9 @@ def _validate_config(config: Any) -> dict[str, Any]:
             "weights.recall",
             "is positive but no property has recall: true; mark one or set the recall weight to 0",
         )
+    late, problem = late_submissions_config(config)
+    if problem:
+        _config_error(errors, LATE_SUBMISSIONS, problem)
     if errors:
         raise ValidationFailed(errors)
     return {
@@ -156,6 +161,7 @@ def _validate_config(config: Any) -> dict[str, Any]:
         "recall_fraction": float(fraction),
         "recall_k": recall_k,
         "max_upload_bytes": cap,
+        **late,
     }
 
 
