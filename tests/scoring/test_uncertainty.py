@@ -85,3 +85,46 @@ def test_paired_bootstrap_diff_aligns_series_by_case():
 def test_bootstrap_ci_rejects_invalid_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
         metrics.bootstrap_ci(**kwargs)
+
+
+# -- board intervals and rank ranges -----------------------------------------------------
+
+def test_contribution_intervals_equal_a_plain_loop_over_the_same_draws():
+    rng = np.random.default_rng(11)
+    board = rng.random((40, 3))  # 40 cases, 3 rows of a board
+    low, high = metrics.contribution_intervals(board, n=300, seed=42)
+    draws = np.random.default_rng(42).integers(0, 40, size=(300, 40))
+    for col in range(3):
+        means = []
+        for picks in draws:
+            total = 0.0
+            for j in picks:
+                total += board[j, col]
+            means.append(total / 40)
+        expected = np.quantile(means, [0.025, 0.975])
+        assert (low[col], high[col]) == pytest.approx(tuple(expected), abs=1e-12)
+
+
+def test_contribution_intervals_same_seed_same_numbers():
+    values = np.random.default_rng(3).random((25, 4))
+    first = metrics.contribution_intervals(values, seed=metrics.board_seed("b", 1, "public", 2))
+    again = metrics.contribution_intervals(values, seed=metrics.board_seed("b", 1, "public", 2))
+    assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
+    assert metrics.board_seed("b", 1, "public", 2) != metrics.board_seed("b", 1, "public", 3)
+
+
+def test_rank_ranges_worked_by_hand():
+    # scores 0.9, 0.8, 0.7, 0.3 with intervals: A [0.85, 0.95], B [0.6, 0.9], C [0.65, 0.75], D [0.2, 0.4]
+    # A: nobody's low is above 0.95 -> best 1; behind A surely: C (0.75 < 0.85), D -> worst 2
+    # B: nobody surely ahead (A's low 0.85 < B's high 0.9) -> 1; D surely behind -> worst 3
+    # C: A surely ahead (0.85 > 0.75) -> best 2; D behind -> worst 3;  D: all three ahead -> 4-4
+    best, worst = metrics.rank_ranges([0.85, 0.6, 0.65, 0.2], [0.95, 0.9, 0.75, 0.4])
+    assert best.tolist() == [1, 1, 2, 4] and worst.tolist() == [2, 3, 3, 4]
+    # lower is better (an error): the same intervals read the other way round
+    best, worst = metrics.rank_ranges([0.85, 0.6, 0.65, 0.2], [0.95, 0.9, 0.75, 0.4], higher_is_better=False)
+    assert best.tolist() == [3, 2, 2, 1] and worst.tolist() == [4, 4, 3, 1]
+
+
+def test_rank_ranges_undefined_intervals_rank_last():
+    best, worst = metrics.rank_ranges([0.5, np.nan, 0.1], [0.6, np.nan, 0.2])
+    assert best.tolist() == [1, 3, 2] and worst.tolist() == [1, 3, 2]
