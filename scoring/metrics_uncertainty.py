@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["BootstrapCI", "PairedBootstrap", "board_seed", "bootstrap_ci", "contribution_intervals",
-           "paired_bootstrap_diff", "ragged_mean_intervals", "rank_ranges"]
+           "paired_bootstrap_diff", "ragged_mean_intervals", "rank_ranges", "resample_counts"]
 
 BOARD_RESAMPLES = 1000  # resamples of a board's intervals
 BOARD_CONFIDENCE = 0.95
@@ -170,12 +170,19 @@ def _resample_counts(n_cases: int, n: int, seed: int) -> Iterator[np.ndarray]:
         yield np.bincount(flat, minlength=rows * n_cases).reshape(rows, n_cases).astype(np.float64)
 
 
+def resample_counts(n_cases: int, n: int = BOARD_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """The whole draw as counts (resamples x cases), for a caller that bootstraps a board in
+    blocks of rows and passes it to every ``contribution_intervals`` call."""
+    return np.concatenate(list(_resample_counts(n_cases, n, seed)))
+
+
 def contribution_intervals(
     contributions: Any,
     *,
     n: int = BOARD_RESAMPLES,
     seed: int = 0,
     confidence: float = BOARD_CONFIDENCE,
+    counts: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap intervals of column means, every column resampled with the same cases.
 
@@ -183,7 +190,7 @@ def contribution_intervals(
     its column, and resample i's value is the mean of the cases row i of the draw picks
     (``values[idx].mean()``). NaN cells are cases a row has no contribution for: they
     are left out of that row's means. Returns ``(low, high)``, one value per row (NaN for
-    a row with no case).
+    a row with no case). ``counts``: ``resample_counts(cases, n, seed)`` drawn once already.
     """
     _check_options(n, confidence)
     try:
@@ -200,14 +207,16 @@ def contribution_intervals(
     present = np.isfinite(values)
     filled = np.where(present, values, 0.0)
     partial = not present.all()
+    if counts is not None and counts.shape != (n, n_cases):
+        raise ValueError(f"counts must be resamples x cases, ({n}, {n_cases}); got {counts.shape}")
     stats = np.empty((n, n_rows))
     at = 0
-    for counts in _resample_counts(n_cases, n, seed):
-        sums = counts @ filled
-        weights = counts @ present.astype(np.float64) if partial else counts.sum(axis=1, keepdims=True)
+    for block in [counts] if counts is not None else _resample_counts(n_cases, n, seed):
+        sums = block @ filled
+        weights = block @ present.astype(np.float64) if partial else block.sum(axis=1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
-            stats[at:at + len(counts)] = sums / weights
-        at += len(counts)
+            stats[at:at + len(block)] = sums / weights
+        at += len(block)
     alpha = (1 - confidence) / 2
     with np.errstate(invalid="ignore"):
         low, high = np.nanquantile(stats, [alpha, 1 - alpha], axis=0) if partial else np.quantile(

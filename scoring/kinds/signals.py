@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import ndtri
-from scipy.stats import rankdata
 
 from scoring import csvfile
 from scoring.errors import RowError, ValidationFailed
@@ -49,11 +48,12 @@ from scoring.kinds.base import (
     standings_min_rounds_note,
     windowed_mean_standings,
 )
-from scoring.metrics_uncertainty import contribution_intervals
+from scoring.metrics_uncertainty import contribution_intervals, resample_counts
 from scoring.rounds import (
     SIGNALS_METRICS,
     RoundMatrix,
     percentile_ranks,
+    power_table,
     rank_codes,
     score_signals_round,
     signed_power,
@@ -243,18 +243,19 @@ class SignalsKind(RoundKind):
         if t.std() == 0:
             return None
         zt = (t - t.mean()) / t.std()
-        m = len(inputs.keys)
+        m, count = len(inputs.keys), int(known.sum())
+        counts = resample_counts(count, seed=seed)  # one draw for every block: the same cases for all
         low, high = np.full(m, np.nan), np.full(m, np.nan)
         for start in range(0, m, _INTERVAL_BLOCK):
             stop = min(m, start + _INTERVAL_BLOCK)
-            block = inputs.values[start:stop, :, 0][:, known].T  # ids x submissions
-            count = block.shape[0]
-            ranks = rankdata(block, axis=0)
-            p = signed_power(ndtri((ranks - 0.5) / count), 1.5)
+            codes, _counts, _constant = rank_codes(inputs.values[start:stop, :, 0][:, known])
+            p = power_table(count)[codes].T  # ids x submissions: pow1.5 of the gaussianized average ranks
             sd = p.std(axis=0)
             with np.errstate(invalid="ignore", divide="ignore"):
-                zp = np.where(sd > 0, (p - p.mean(axis=0)) / np.where(sd > 0, sd, 1.0), np.nan)
-            low[start:stop], high[start:stop] = contribution_intervals(zp * zt[:, None], seed=seed)
+                zp = np.where(sd > 0, (p - p.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
+            lo, hi = contribution_intervals(zp * zt[:, None], counts=counts)
+            lo[sd == 0], hi[sd == 0] = np.nan, np.nan  # a constant submission has no correlation
+            low[start:stop], high[start:stop] = lo, hi
         return low, high
 
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
