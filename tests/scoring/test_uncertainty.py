@@ -128,3 +128,42 @@ def test_rank_ranges_worked_by_hand():
 def test_rank_ranges_undefined_intervals_rank_last():
     best, worst = metrics.rank_ranges([0.5, np.nan, 0.1], [0.6, np.nan, 0.2])
     assert best.tolist() == [1, 3, 2] and worst.tolist() == [1, 3, 2]
+
+
+def test_ndcg_shares_average_to_the_symmetric_ndcg_with_ties():
+    from scoring.rounds import score_ranking_round, symmetric_ndcg_contributions
+
+    rng = np.random.default_rng(8)
+    rel = rng.random(60)
+    preds = rng.random((4, 60))
+    preds[1] = np.round(preds[1] * 3)  # heavy ties, also across the k cut
+    preds[2] = 0.3  # constant
+    shares = symmetric_ndcg_contributions(preds, rel, 10)
+    expected = score_ranking_round(pd.DataFrame(preds.T), pd.Series(rel), 10).to_numpy()
+    assert shares.mean(axis=0) == pytest.approx(expected, abs=1e-12)
+
+
+def test_signals_round_interval_equals_a_plain_loop_over_resampled_ids():
+    from scipy.special import ndtri
+
+    from scoring.kinds import get_kind
+    from scoring.kinds.base import RoundInputs, RoundTruth, Universe
+
+    rng = np.random.default_rng(5)
+    n = 30
+    target = rng.integers(0, 5, n) / 4
+    preds = rng.random((3, n))
+    preds[2] = np.round(preds[2] * 4) / 4  # tied
+    inputs = RoundInputs(universe=Universe(tuple(f"i{j}" for j in range(n))), keys=[0, 1, 2], values=preds[:, :, None],
+                         meta=[{}] * 3, stakes=None, benchmark_models=np.zeros(3, bool),
+                         truth=RoundTruth(values=target[:, None], columns=("target",)))
+    low, high = get_kind("signals").round_intervals(inputs, {}, seed=9)
+    draws = np.random.default_rng(9).integers(0, n, size=(1000, n))
+    t = target - target.mean()
+    t = np.sign(t) * np.abs(t) ** 1.5
+    for s in range(3):
+        g = ndtri((stats.rankdata(preds[s]) - 0.5) / n)
+        p = np.sign(g) * np.abs(g) ** 1.5
+        zp, zt = (p - p.mean()) / p.std(), (t - t.mean()) / t.std()
+        means = [sum(zp[j] * zt[j] for j in picks) / n for picks in draws]
+        assert (low[s], high[s]) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])), abs=1e-12)
