@@ -167,3 +167,27 @@ def test_signals_round_interval_equals_a_plain_loop_over_resampled_ids():
         zp, zt = (p - p.mean()) / p.std(), (t - t.mean()) / t.std()
         means = [sum(zp[j] * zt[j] for j in picks) / n for picks in draws]
         assert (low[s], high[s]) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])), abs=1e-12)
+
+
+def test_properties_case_shares_average_to_the_score():
+    from scoring.kinds import get_kind
+
+    kind = get_kind("properties")
+    config = {"properties": [{"name": "A", "higher_is_better": True, "recall": True},
+                             {"name": "B", "higher_is_better": False, "recall": True}],
+              "recall_fraction": 0.2}
+    rng = np.random.default_rng(12)
+    truth_a, truth_b = rng.random(20), rng.random(20)
+    pred_a, pred_b = truth_a + rng.normal(0, 0.3, 20), np.round(truth_b * 3)  # B's prediction tied
+    rows = [{"actual:A": ta, "actual:B": tb, "predicted:A": pa, "predicted:B": pb}
+            for ta, tb, pa, pb in zip(truth_a, truth_b, pred_a, pred_b, strict=True)]
+    rows[3]["actual:A"] = None  # one case not measured for A
+    shares = kind.case_contributions(rows, config)
+    measured = np.array([r["actual:A"] is not None for r in rows])
+    # The score worked from scipy: 0.6 x mean Spearman + 0.4 x mean top-20% recall (lower is better for B).
+    rho_a = stats.spearmanr(truth_a[measured], pred_a[measured])[0]
+    rho_b = stats.spearmanr(truth_b, pb := pred_b)[0]
+    recall_a = metrics.top_fraction_recall(truth_a[measured], pred_a[measured], 0.2)
+    recall_b = metrics.top_fraction_recall(truth_b, pb, 0.2, higher_is_better=False)
+    expected = 0.6 * (rho_a + rho_b) / 2 + 0.4 * (recall_a + recall_b) / 2
+    assert shares.mean() == pytest.approx(expected, abs=1e-12)
