@@ -46,6 +46,22 @@ def test_late_upload_scored_marked_late_and_never_ranked(mini_benchmark, users, 
 
 
 @pytest.mark.django_db(transaction=True)
+def test_late_upload_after_the_round_was_closed_and_revealed(mini_benchmark, users, client):
+    from django.core.management import call_command
+
+    _submit(users["owner"], mini_benchmark)
+    mini_benchmark.config = {**mini_benchmark.config, "late_submissions": True}
+    mini_benchmark.save(update_fields=["config"])
+    call_command("round_close", mini_benchmark.slug, "1")
+    call_command("reveal", mini_benchmark.slug)
+    late = _submit(users["member"], mini_benchmark).submission
+    late.refresh_from_db()
+    assert (late.status, late.late) == ("scored", True)
+    assert late.scores.filter(split="private").exists()  # its owner sees how it would have done
+    assert not LeaderboardRow.objects.filter(submission=late).exists()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_late_uploads_count_against_the_daily_limit(mini_benchmark, users):
     mini_benchmark.config = {**mini_benchmark.config, "late_submissions": True}
     mini_benchmark.daily_limit = 2
