@@ -47,6 +47,7 @@ from scoring.metrics_uncertainty import (
     contribution_intervals,
     paired_bootstrap_diff,
     rank_ranges,
+    ratio_intervals,
 )
 from scoring.rounds import RoundScores, score_ranking_round, score_signals_round
 
@@ -96,6 +97,7 @@ __all__ = [
     "board_seed",
     "contribution_intervals",
     "rank_ranges",
+    "ratio_intervals",
     # whole rounds
     "RoundScores",
     "score_signals_round",

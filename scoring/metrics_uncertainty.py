@@ -20,6 +20,7 @@ Resamples whose statistic is undefined (NaN) are left out.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["BootstrapCI", "PairedBootstrap", "board_seed", "bootstrap_ci", "contribution_intervals",
-           "paired_bootstrap_diff", "ragged_mean_intervals", "rank_ranges", "resample_counts"]
+           "paired_bootstrap_diff", "ragged_mean_intervals", "rank_ranges", "ratio_intervals", "resample_counts"]
 
 BOARD_RESAMPLES = 1000  # resamples of a board's intervals
 BOARD_CONFIDENCE = 0.95
@@ -272,4 +273,34 @@ def ragged_mean_intervals(
         matrix = np.array([np.asarray(series[i], dtype=np.float64) for i in rows]).T
         lo, hi = contribution_intervals(matrix, n=n, seed=seed, confidence=confidence)
         low[rows], high[rows] = lo, hi
+    return low, high
+
+
+def ratio_intervals(
+    numerators: Any,
+    denominators: Any,
+    *,
+    n: int = BOARD_RESAMPLES,
+    seed: int = 0,
+    confidence: float = BOARD_CONFIDENCE,
+    tolerance: float = 1e-12,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The same bootstrap for rows whose metric is a ratio of sums over the cases (a comparison set:
+    the members' summed returns over the summed oracle, resampling the set's rounds):
+    ``numerators`` cases x rows, ``denominators`` one per case. A resample whose denominator
+    sum lies within ``tolerance`` of zero is left out."""
+    _check_options(n, confidence)
+    num = np.asarray(numerators, dtype=np.float64)
+    num = num[:, None] if num.ndim == 1 else num
+    den = np.asarray(denominators, dtype=np.float64).ravel()
+    if num.shape[0] != den.size or num.shape[0] == 0:
+        raise ValueError(f"numerators ({num.shape[0]} cases) and denominators ({den.size}) must match, at least one")
+    counts = resample_counts(den.size, n, seed)
+    sums, below = counts @ num, counts @ den
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats = np.where(np.abs(below)[:, None] > tolerance, sums / below[:, None], np.nan)
+    alpha = (1 - confidence) / 2
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row left with no defined resample: NaN
+        low, high = np.nanquantile(stats, [alpha, 1 - alpha], axis=0)
     return low, high

@@ -64,7 +64,7 @@ from scoring.metrics_portfolio import (
     price_returns,
     round_results,
 )
-from scoring.metrics_uncertainty import contribution_intervals
+from scoring.metrics_uncertainty import board_seed, contribution_intervals, rank_ranges, ratio_intervals
 
 OPTION, START, END, PERCENT = "option", "start_price", "end_price", "percent"
 DEFAULT_BENCHMARK_OPTION = "SP500"
@@ -630,7 +630,29 @@ class PortfolioKind(RoundKind):
                                            order[row["entrant"]]))
             for rank, row in enumerate(set_rows, start=1):
                 row["rank"] = rank
+            _set_intervals(set_rows, [[returns[row["entrant"]][n] for n in cs.rounds] for row in set_rows],
+                           [oracle[n] for n in cs.rounds], seed=board_seed("comparison_set", track, *cs.members))
             sets.append({"members": list(cs.members), "joined": list(cs.joined), "rounds": list(cs.rounds),
                          "oracle_sum": o_sum, "rows": set_rows})
         history.sort(key=lambda h: (h["score"] is None, -(h["score"] or 0.0), -h["return_sum"]))
         return Standings(rows, {(track, "comparison_sets"): {"sets": sets, "history": history}})
+
+
+def _set_intervals(rows: list[dict[str, Any]], returns: list[list[float]], oracle: list[float], *, seed: int) -> None:
+    """Each comparison-set row's ``interval`` (95%, resampling the set's rounds: min(100, 100 x summed
+    return / summed oracle) per resample) and ``rank_range`` within the set; None without rounds."""
+    for row in rows:
+        row["interval"], row["rank_range"] = None, None
+    if not oracle or not rows:
+        return
+    low, high = ratio_intervals(np.array(returns, dtype=np.float64).T, oracle, seed=seed)
+    low, high = np.minimum(100 * low, 100.0), np.minimum(100 * high, 100.0)
+    scores = np.array([np.nan if r["score"] is None else r["score"] for r in rows])
+    lo = np.where(np.isfinite(low), np.fmin(low, scores), scores)
+    hi = np.where(np.isfinite(high), np.fmax(high, scores), scores)
+    best, worst = rank_ranges(lo, hi)
+    for i, row in enumerate(rows):
+        if np.isfinite(scores[i]):
+            row["rank_range"] = [int(best[i]), int(worst[i])]
+            if np.isfinite(low[i]) and np.isfinite(high[i]):
+                row["interval"] = [float(low[i]), float(high[i])]

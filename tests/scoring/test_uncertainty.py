@@ -191,3 +191,13 @@ def test_properties_case_shares_average_to_the_score():
     recall_b = metrics.top_fraction_recall(truth_b, pb, 0.2, higher_is_better=False)
     expected = 0.6 * (rho_a + rho_b) / 2 + 0.4 * (recall_a + recall_b) / 2
     assert shares.mean() == pytest.approx(expected, abs=1e-12)
+
+
+def test_ratio_intervals_equal_a_plain_loop_over_rounds():
+    returns = np.array([[0.02, 0.01], [-0.01, 0.03], [0.04, 0.00], [0.01, 0.02]])  # rounds x members
+    oracle = np.array([0.05, 0.03, 0.06, 0.02])
+    low, high = metrics.ratio_intervals(returns, oracle, n=200, seed=7)
+    draws = np.random.default_rng(7).integers(0, 4, size=(200, 4))
+    for member in range(2):
+        ratios = [sum(returns[j, member] for j in picks) / sum(oracle[j] for j in picks) for picks in draws]
+        assert (low[member], high[member]) == pytest.approx(tuple(np.quantile(ratios, [0.025, 0.975])), abs=1e-12)

@@ -298,6 +298,10 @@ class ComparisonSetRowSerializer(serializers.Serializer):
                                                               "(CapitalBench's rule on the sums); null under a "
                                                               "zero oracle sum with a loss, or with no shared round")
     return_sum = serializers.FloatField(help_text="the entrant's returns over the set's rounds, added (not compounded)")
+    interval = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False,
+                                     help_text="[low, high]: 95% bootstrap interval of score, resampling the set's rounds")
+    rank_range = serializers.ListField(child=serializers.IntegerField(), allow_null=True, required=False,
+                                       help_text="[best, worst]: the ranks within the set this row could hold")
     oracle_sum = serializers.FloatField(help_text="the oracle returns of the set's rounds, added")
 
 
