@@ -39,7 +39,16 @@ from scoring.metrics_signals import (
     tie_broken_rank,
     tie_kept_rank,
 )
-from scoring.metrics_uncertainty import BootstrapCI, PairedBootstrap, bootstrap_ci, paired_bootstrap_diff
+from scoring.metrics_uncertainty import (
+    BootstrapCI,
+    PairedBootstrap,
+    board_seed,
+    bootstrap_ci,
+    contribution_intervals,
+    paired_bootstrap_diff,
+    rank_ranges,
+    ratio_intervals,
+)
 from scoring.rounds import RoundScores, score_ranking_round, score_signals_round
 
 __all__ = [
@@ -85,6 +94,10 @@ __all__ = [
     "PairedBootstrap",
     "bootstrap_ci",
     "paired_bootstrap_diff",
+    "board_seed",
+    "contribution_intervals",
+    "rank_ranges",
+    "ratio_intervals",
     # whole rounds
     "RoundScores",
     "score_signals_round",

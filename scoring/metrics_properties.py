@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-__all__ = ["K_RULES", "spearman", "top_fraction_k", "top_fraction_recall"]
+__all__ = ["K_RULES", "recall_contributions", "spearman", "spearman_contributions", "top_fraction_k", "top_fraction_recall"]
 
 # How k is counted from fraction x n: "ceil" (ours, at least 1) or "floor" (Ginkgo's abdev-benchmark,
 # int(fraction x n), refused when it is 0).
@@ -174,3 +174,31 @@ def top_fraction_recall(
     recall = (w_true @ w_pred) / k
     recall = np.clip(recall, 0.0, 1.0)
     return float(recall[0]) if one else recall
+
+
+def spearman_contributions(y_true: Any, y_pred: Any) -> np.ndarray:
+    """Each case's share of ``spearman(y_true, y_pred)``: the product of its standardised ranks
+    (population standard deviation), whose mean over the cases is the Spearman correlation.
+    All zeros when either side is constant (no ranking information)."""
+    t, p, _one = _check_inputs(y_true, y_pred)
+    rt = rankdata(t)
+    rp = rankdata(p[:, 0])
+    rt, rp = rt - rt.mean(), rp - rp.mean()
+    st, sp = np.sqrt((rt @ rt) / rt.size), np.sqrt((rp @ rp) / rp.size)
+    if st == 0 or sp == 0:
+        return np.zeros(rt.size)
+    return np.asarray((rt / st) * (rp / sp))
+
+
+def recall_contributions(y_true: Any, y_pred: Any, fraction: float = 0.1, higher_is_better: bool = True,
+                         k_rule: str = "ceil") -> np.ndarray:
+    """Each case's share of ``top_fraction_recall``: n / k times its membership of both tops
+    (shared places count as fractions, as there), whose mean over the cases is the recall."""
+    _check_fraction(fraction)
+    t, p, _one = _check_inputs(y_true, y_pred)
+    if not higher_is_better:
+        t, p = -t, -p
+    n = t.shape[0]
+    k = top_fraction_k(n, fraction, k_rule)
+    both = _top_membership(t[:, None], k)[:, 0] * _top_membership(p[:, :1], k)[:, 0]
+    return np.asarray(both * n / k)

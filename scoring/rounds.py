@@ -1334,3 +1334,44 @@ def score_ranking_round(
     chunks = matrix.chunks(every)
     scores = np.concatenate(list(matrix.map(work, chunks)))
     return pd.Series(scores, index=frame.columns, name=f"symmetric_ndcg@{k}")
+
+
+def _tie_averaged_discounts(sorted_scores: np.ndarray, discount_cumsum: np.ndarray) -> np.ndarray:
+    """Per sorted position, the mean discount of its tie group (rows sorted by descending score):
+    a case's share of ``_tie_averaged_dcg`` is its gain times this."""
+    rows, n = sorted_scores.shape
+    starts_mask = np.ones((rows, n), dtype=bool)
+    starts_mask[:, 1:] = sorted_scores[:, 1:] != sorted_scores[:, :-1]
+    starts = np.flatnonzero(starts_mask)
+    ends = np.append(starts[1:], rows * n) - 1
+    first, last = starts % n, ends % n
+    mean_discount = (discount_cumsum[last] - np.where(first > 0, discount_cumsum[first - 1], 0.0)) / (ends - starts + 1)
+    group = np.cumsum(starts_mask.ravel()) - 1
+    return mean_discount[group].reshape(rows, n)
+
+
+def symmetric_ndcg_contributions(values: np.ndarray, relevance: np.ndarray, k: int) -> np.ndarray:
+    """Each id's share of ``score_ranking_round`` (ids x submissions): ids times its top-half and
+    bottom-half gains at their tie-averaged discounts over the ideal DCGs, halved, so that the
+    mean over the ids is the symmetric NDCG@k. ``values``: submissions x ids, finite."""
+    block = np.asarray(values, dtype=np.float64)
+    rel = np.asarray(relevance, dtype=np.float64)
+    m, n = block.shape
+    discounts = _discounts(n, k)
+    cumsum = np.cumsum(discounts)
+    ideal_top, ideal_bottom = np.sort(rel)[::-1] @ discounts, np.sort(1 - rel)[::-1] @ discounts
+    low, high = block.min(axis=1, keepdims=True), block.max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = np.where(low == high, 0.5, (block - low) / (high - low))
+    order = np.argsort(scaled, axis=1)[:, ::-1]
+    top_scores = np.take_along_axis(scaled, order, axis=1)
+    out = np.zeros((m, n))
+    if ideal_top > 0:
+        np.put_along_axis(out, order, rel[order] * _tie_averaged_discounts(top_scores, cumsum) / ideal_top, axis=1)
+    if ideal_bottom > 0:
+        bottom_order = order[:, ::-1]
+        shares = (1 - rel[bottom_order]) * _tie_averaged_discounts(1 - top_scores[:, ::-1], cumsum) / ideal_bottom
+        bottom = np.zeros((m, n))
+        np.put_along_axis(bottom, bottom_order, shares, axis=1)
+        out += bottom
+    return (out * n / 2.0).T

@@ -281,6 +281,8 @@ class Submission(models.Model):
     is_selected = models.BooleanField(default=False)
     # False once a server-side failure refunded the daily quota.
     counts_against_limit = models.BooleanField(default=True)
+    # Static kinds with ``late_submissions``: received after ``closes_at``; scored, never ranked.
+    late = models.BooleanField(default=False)
     attempts = models.PositiveIntegerField(default=0)
     # The outbox: null while the scoring task for the current queued state has not
     # reached the broker (it was down); the sweep publishes such rows.
@@ -443,9 +445,28 @@ class BoardOrder(models.Model):
     order_value = models.FloatField(default=0.0)
     order_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+    # The 95% bootstrap interval of the ranking metric and the ranks the row could hold
+    # within the board's intervals (``rank_best`` <= ``rank_worst``); written when the
+    # board is built (services/leaderboards.py), null where the kind gives no interval.
+    interval_low = models.FloatField(null=True, blank=True)
+    interval_high = models.FloatField(null=True, blank=True)
+    rank_best = models.PositiveIntegerField(null=True, blank=True)
+    rank_worst = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         abstract = True
+
+    @property
+    def interval(self) -> list[float] | None:
+        if self.interval_low is None or self.interval_high is None:
+            return None
+        return [self.interval_low, self.interval_high]
+
+    @property
+    def rank_range(self) -> list[int] | None:
+        if self.rank_best is None or self.rank_worst is None:
+            return None
+        return [self.rank_best, self.rank_worst]
 
 
 class LeaderboardRow(BoardOrder):

@@ -59,7 +59,7 @@ from leaderboard.core.services.notifications import (
 )
 from leaderboard.core.services.predictions import predictions_source
 from leaderboard.core.services.rounds import round_takes_submissions, submissions_refusal
-from leaderboard.core.services.submissions import submission_select, submission_selectable_by
+from leaderboard.core.services.submissions import late_round, submission_select, submission_selectable_by
 from leaderboard.core.services.teams import invite_accept, invite_decline, team_create, team_invite, team_leave
 from leaderboard.core.services.tokens import token_create, token_revoke
 from leaderboard.core.services.uploads import submission_create
@@ -430,6 +430,9 @@ def submit(request, slug):
                 list(Entrant.objects.filter(owner=request.user, team__isnull=True).order_by("created_at", "id")))
     form = SubmitForm(request.POST or None, request.FILES or None, entrants=entrants, note_max_chars=NOTE_MAX_CHARS)
     errors, status, retry_after, limit, closed = [], 200, None, None, submissions_refusal(b)
+    late = None
+    if closed and late_round(b) is not None:  # past the deadline, still scored: marked late, never ranked
+        late, closed = closed, None
     unverified = upload_refusal(request.user)
     if request.method == "POST" and unverified:
         status = 403
@@ -468,6 +471,7 @@ def submit(request, slug):
         "errors": errors,
         "limit": limit,
         "closed_message": closed,
+        "late_message": late,
         "unverified": unverified,
         "team": team,
         "resets_at": next_reset(),

@@ -37,6 +37,7 @@ import numpy as np
 
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.metrics_uncertainty import board_seed, ragged_mean_intervals
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,20 @@ class Truth:
     values: dict[str, dict[str, Any]]  # case_id -> {column: value}
     final: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+LATE_SUBMISSIONS = "late_submissions"
+
+
+def late_submissions_config(config: Mapping[str, Any]) -> tuple[dict[str, bool], str | None]:
+    """The ``late_submissions`` key of a static kind's config, when given: (``{}`` or ``{key: bool}``,
+    the problem with its value or None)."""
+    if LATE_SUBMISSIONS not in config:
+        return {}, None
+    value = config[LATE_SUBMISSIONS]
+    if not isinstance(value, bool):
+        return {}, f"{LATE_SUBMISSIONS} must be true or false; got {value!r}"
+    return {LATE_SUBMISSIONS: value}, None
 
 
 @dataclass
@@ -368,6 +383,18 @@ class Kind:
                 return m
         raise KeyError(name)
 
+    def late_submissions(self, config: Mapping[str, Any]) -> bool:
+        """Static kinds: whether uploads after ``closes_at`` are still scored (marked late, never ranked)."""
+        return not self.is_round_kind and self.validate_config(config).get(LATE_SUBMISSIONS) is True
+
+    # -- uncertainty ----------------------------------------------------------
+    def case_contributions(self, rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> np.ndarray | None:
+        """Each case's share of the ranking metric, from one split's per-case rows (truth
+        included): values whose mean over the cases is the metric, which the board's
+        bootstrap (``scoring.metrics_uncertainty.contribution_intervals``) resamples.
+        None: this kind's metric cannot be split by case (the board shows no interval)."""
+        return None
+
     # -- bundles ------------------------------------------------------------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:
         """Parse a bundle's data files (name -> bytes). Errors name file, row, column."""
@@ -577,6 +604,7 @@ class Standing:
     rounds: int
     order_at: dt.datetime
     track: str = ""
+    interval: tuple[float | None, float | None] = (None, None)  # 95% bootstrap of score over its rounds
 
 
 @dataclass
@@ -688,6 +716,13 @@ class RoundKind(Kind):
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
         """Score every counted submission of a round against one truth version, vectorised."""
         raise NotImplementedError
+
+    def round_intervals(self, inputs: RoundInputs, config: Mapping[str, Any], *,
+                        seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """95% bootstrap intervals of the ranking metric of every counted submission (in the order
+        of ``keys``), resampling the round's ids with ``seed``: ``(low, high)``. Called before
+        ``score_round_version`` (which may take the values). None: no interval for this kind."""
+        return None
 
     def score_truth_free(self, inputs: RoundInputs, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """``truth_free_metrics`` of every counted submission (``inputs.truth`` is None)."""
@@ -970,4 +1005,15 @@ def windowed_mean_standings(results: Sequence[RoundResult], *, window: int, rank
         means = {name: (sum(v) / len(v) if v else None) for name, v in sums.items()}
         first_at = min(r.received_at[entrant] for r in rounds)
         rows.append(Standing(entrant, means.get(rank_by), means, len(rounds), first_at))
+    # The interval of each mean, resampling the entrant's rounds (seed: the rounds that count).
+    per_round = [[_nan_if_none(r.metrics[s.entrant].get(rank_by)) for r in taken[s.entrant]] for s in rows]
+    seed = board_seed("standings", rank_by, window, *sorted(r.number for r in results))
+    low, high = ragged_mean_intervals(per_round, seed=seed)
+    for s, lo, hi in zip(rows, low, high, strict=True):
+        if s.score is not None and np.isfinite(lo) and np.isfinite(hi):
+            s.interval = (float(lo), float(hi))
     return Standings(rows)
+
+
+def _nan_if_none(value: Any) -> float:
+    return float("nan") if value is None or not math.isfinite(value) else float(value)

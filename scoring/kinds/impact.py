@@ -49,8 +49,21 @@ from scoring import csvfile
 from scoring import metrics_impact as mi
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds import register
-from scoring.kinds.base import DEV, RANKED_SPLITS, Bundle, Case, CaseSet, IdColumn, Kind, MetricSpec, Result, Truth
-from scoring.metrics_uncertainty import bootstrap_ci
+from scoring.kinds.base import (
+    DEV,
+    LATE_SUBMISSIONS,
+    RANKED_SPLITS,
+    Bundle,
+    Case,
+    CaseSet,
+    IdColumn,
+    Kind,
+    MetricSpec,
+    Result,
+    Truth,
+    late_submissions_config,
+)
+from scoring.metrics_uncertainty import contribution_intervals
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "multiplier_coefficient": 0.5,
@@ -262,8 +275,12 @@ class ImpactKind(Kind):
         if not isinstance(config, Mapping):
             raise ValidationFailed([RowError("config must be a JSON object", column="config", file="benchmark.json")])
         out = dict(DEFAULT_CONFIG)
+        late, problem = late_submissions_config(config)
+        out.update(late)
+        if problem:
+            errors.add(problem, column=LATE_SUBMISSIONS)
         for key in config:
-            if key not in DEFAULT_CONFIG:
+            if key not in DEFAULT_CONFIG and key != LATE_SUBMISSIONS:
                 errors.add(f"unknown config key {_show(key)}; known keys: {', '.join(DEFAULT_CONFIG)}", column=str(key)[:100])
         floats = ("multiplier_coefficient", "multiplier_min", "multiplier_max", "score_divisor", "score_clamp")
         ints = ("min_predictions", "max_upload_bytes", "bootstrap_resamples")
@@ -726,13 +743,14 @@ def split_metrics(rows: Sequence[Mapping[str, Any]], *, resamples: int = 2000) -
 def exact_match_ci(matches: Sequence[bool], *, resamples: int = 2000, level: float = 0.95) -> tuple[float | None, float | None]:
     """95% interval on exact-match accuracy (percent) from per-case hits.
 
-    A percentile bootstrap with a fixed seed, so rescoring gives the same interval.
+    A percentile bootstrap with a fixed seed, so rescoring gives the same interval: the
+    one every board uses (``contribution_intervals``), each case contributing its hit.
     """
     values = np.asarray([100.0 if m else 0.0 for m in matches])
     if values.size == 0:
         return None, None
-    ci = bootstrap_ci(values, n=resamples, seed=0, confidence=level)
-    return ci.low, ci.high
+    low, high = contribution_intervals(values, n=resamples, seed=0, confidence=level)
+    return float(low[0]), float(high[0])
 
 
 def submission_summary(rows: Sequence[Mapping[str, Any]], *, split: str = "public", bins: int = 5) -> dict[str, Any]:

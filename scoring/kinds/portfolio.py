@@ -68,6 +68,7 @@ from scoring.metrics_portfolio import (
     price_returns,
     round_results,
 )
+from scoring.metrics_uncertainty import board_seed, contribution_intervals, rank_ranges, ratio_intervals
 
 OPTION, START, END, PERCENT = "option", "start_price", "end_price", "percent"
 DEFAULT_BENCHMARK_OPTION = "SP500"
@@ -447,6 +448,27 @@ class PortfolioKind(RoundKind):
         return RoundTruth(values, (END,), final=final, as_of=as_of)
 
     # -- scoring ------------------------------------------------------------------
+    def round_intervals(self, inputs: RoundInputs, config: Mapping[str, Any], *,
+                        seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Final truth only: each option's share of the score, options x 100 x weight x return /
+        oracle (their mean is the score), bootstrapped over the options."""
+        truth = inputs.truth
+        if truth is None or not truth.final or not len(inputs.keys):
+            return None
+        start = np.asarray(inputs.universe.columns[START], dtype=np.float64)
+        returns = price_returns(start, truth.column(END))
+        if not np.isfinite(returns).all():
+            return None
+        oracle = max(float(returns.max()), 0.0)
+        if oracle <= SCORE_TOLERANCE:
+            return None
+        weights = np.asarray(inputs.values[:, :, 0], dtype=np.float64)
+        totals = weights.sum(axis=1, keepdims=True)
+        weights = np.where(totals > 0, weights / np.where(totals > 0, totals, 1.0), weights)
+        shares = weights.T * returns[:, None] * (100.0 * len(returns) / oracle)  # options x portfolios
+        low, high = contribution_intervals(shares, seed=seed)
+        return np.minimum(low, 100.0), np.minimum(high, 100.0)
+
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
         """Every option is scored, the S&P 500 too (it is allocatable and may be the oracle); its return
         is also ``sp500_return``. Cash is an option priced 1 at start and end."""
@@ -598,7 +620,29 @@ class PortfolioKind(RoundKind):
                                            order[row["entrant"]]))
             for rank, row in enumerate(set_rows, start=1):
                 row["rank"] = rank
+            _set_intervals(set_rows, [[returns[row["entrant"]][n] for n in cs.rounds] for row in set_rows],
+                           [oracle[n] for n in cs.rounds], seed=board_seed("comparison_set", track, *cs.members))
             sets.append({"members": list(cs.members), "joined": list(cs.joined), "rounds": list(cs.rounds),
                          "oracle_sum": o_sum, "rows": set_rows})
         history.sort(key=lambda h: (h["score"] is None, -(h["score"] or 0.0), -h["return_sum"]))
         return Standings(rows, {(track, "comparison_sets"): {"sets": sets, "history": history}})
+
+
+def _set_intervals(rows: list[dict[str, Any]], returns: list[list[float]], oracle: list[float], *, seed: int) -> None:
+    """Each comparison-set row's ``interval`` (95%, resampling the set's rounds: min(100, 100 x summed
+    return / summed oracle) per resample) and ``rank_range`` within the set; None without rounds."""
+    for row in rows:
+        row["interval"], row["rank_range"] = None, None
+    if not oracle or not rows:
+        return
+    low, high = ratio_intervals(np.array(returns, dtype=np.float64).T, oracle, seed=seed)
+    low, high = np.minimum(100 * low, 100.0), np.minimum(100 * high, 100.0)
+    scores = np.array([np.nan if r["score"] is None else r["score"] for r in rows])
+    lo = np.where(np.isfinite(low), np.fmin(low, scores), scores)
+    hi = np.where(np.isfinite(high), np.fmax(high, scores), scores)
+    best, worst = rank_ranges(lo, hi)
+    for i, row in enumerate(rows):
+        if np.isfinite(scores[i]):
+            row["rank_range"] = [int(best[i]), int(worst[i])]
+            if np.isfinite(low[i]) and np.isfinite(high[i]):
+                row["interval"] = [float(low[i]), float(high[i])]

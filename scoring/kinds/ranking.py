@@ -58,6 +58,8 @@ from scoring.kinds.base import (
     windowed_mean_standings,
 )
 from scoring.metrics_ranking import MISSING_RULES, rank_targets, score_ranking_horizons
+from scoring.metrics_uncertainty import contribution_intervals, resample_counts
+from scoring.rounds import symmetric_ndcg_contributions
 
 DEFAULT_HORIZONS = ("10d", "30d")
 DEFAULT_K = 40
@@ -257,6 +259,32 @@ class RankingKind(RoundKind):
         return RoundTruth(np.hstack([returns, targets]), self.truth_columns(config), final=final, as_of=as_of)
 
     # -- scoring ------------------------------------------------------------------
+    def round_intervals(self, inputs: RoundInputs, config: Mapping[str, Any], *,
+                        seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """``score``: each id's share of every horizon's symmetric NDCG@k (``symmetric_ndcg_contributions``),
+        weighted as the score, over the ids with a target for every weighted horizon."""
+        cfg = self.validate_config(config)
+        horizons, k = cfg["horizons"], cfg["k"]
+        truth = inputs.truth
+        if truth is None or not len(inputs.keys):
+            return None
+        weights = {h: float(cfg["weights"].get(h, 0.0)) if cfg["weights"] else 1.0 for h in horizons}
+        used = [j for j, h in enumerate(horizons) if weights[h] > 0]
+        targets = np.column_stack([truth.column(f"target_{h}") for h in horizons])
+        known = np.isfinite(targets[:, used]).all(axis=1) if used else np.zeros(len(targets), bool)
+        if known.sum() < 2:
+            return None
+        counts = resample_counts(int(known.sum()), seed=seed)
+        m = len(inputs.keys)
+        low, high = np.full(m, np.nan), np.full(m, np.nan)
+        total = sum(weights[horizons[j]] for j in used)
+        for start in range(0, m, 1000):
+            stop = min(m, start + 1000)
+            shares = sum(weights[horizons[j]] * symmetric_ndcg_contributions(
+                inputs.values[start:stop][:, known, j], targets[known, j], k) for j in used) / total
+            low[start:stop], high[start:stop] = contribution_intervals(shares, counts=counts)
+        return low, high
+
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
         cfg = self.validate_config(config)
         horizons, k = cfg["horizons"], cfg["k"]

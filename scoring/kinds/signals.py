@@ -52,16 +52,19 @@ from scoring.kinds.base import (
     standings_min_rounds_note,
     windowed_mean_standings,
 )
+from scoring.metrics_uncertainty import contribution_intervals, resample_counts
 from scoring.rounds import (
     SIGNALS_METRICS,
     RoundMatrix,
     percentile_ranks,
+    power_table,
     rank_codes,
     score_signals_round,
     signed_power,
 )
 
 ID, PREDICTION, TARGET = "id", "prediction", "target"
+_INTERVAL_BLOCK = 1000  # submissions bootstrapped together (ids x 1,000 float64 per block)
 FEATURE_PREFIX = "feature_"
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 
@@ -219,6 +222,36 @@ class SignalsKind(RoundKind):
         return RoundTruth(values, columns, final=final, as_of=as_of)
 
     # -- scoring ------------------------------------------------------------------
+    def round_intervals(self, inputs: RoundInputs, config: Mapping[str, Any], *,
+                        seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Ranked by ``corr``: each id's share of the Pearson correlation of pow1.5(gaussianized
+        average ranks) with pow1.5(centred target), i.e. the product of the two standardised
+        sides, bootstrapped over the ids with a known target, a block of submissions at a time."""
+        if self.validate_config(config)["rank_by"] != "corr" or inputs.truth is None or not len(inputs.keys):
+            return None
+        target = inputs.truth.column(TARGET)
+        known = np.isfinite(target)
+        if known.sum() < 2:
+            return None
+        t = signed_power(target[known] - target[known].mean(), 1.5)
+        if t.std() == 0:
+            return None
+        zt = (t - t.mean()) / t.std()
+        m, count = len(inputs.keys), int(known.sum())
+        counts = resample_counts(count, seed=seed)  # one draw for every block: the same cases for all
+        low, high = np.full(m, np.nan), np.full(m, np.nan)
+        for start in range(0, m, _INTERVAL_BLOCK):
+            stop = min(m, start + _INTERVAL_BLOCK)
+            codes, _counts, _constant = rank_codes(inputs.values[start:stop, :, 0][:, known])
+            p = power_table(count)[codes].T  # ids x submissions: pow1.5 of the gaussianized average ranks
+            sd = p.std(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                zp = np.where(sd > 0, (p - p.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
+            lo, hi = contribution_intervals(zp * zt[:, None], counts=counts)
+            lo[sd == 0], hi[sd == 0] = np.nan, np.nan  # a constant submission has no correlation
+            low[start:stop], high[start:stop] = lo, hi
+        return low, high
+
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
         notes: list[str] = []
         ids = pd.Index(inputs.universe.ids)

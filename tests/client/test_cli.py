@@ -214,3 +214,15 @@ def test_lb_universe_without_an_open_round_exits_5(fake, lb):
     fake.add("GET", f"/api/benchmarks/{SLUG}/rounds/", [])
     code, _, err = lb("universe", SLUG)
     assert code == cli.EXIT_NOT_FOUND and "no round open" in err
+
+
+def test_lb_shows_rank_ranges_and_late_submissions(fake, lb):
+    board = {**BOARD, "rows": [{**BOARD["rows"][0], "interval": [0.7, 0.9], "rank_range": [1, 2]},
+                               {**BOARD["rows"][1], "interval": None, "rank_range": [2, 2]}]}
+    fake.add("GET", f"/api/benchmarks/{SLUG}/leaderboard/", board)
+    code, out, _ = lb("leaderboard", SLUG, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and [r["could_rank"] for r in rows] == ["1-2", "2"]
+    fake.add("GET", "/api/submissions/9/", {"id": 9, "status": "scored", "late": True})
+    code, out, _ = lb("status", "9")
+    assert code == 0 and "late: yes (received after the deadline: scored, never ranked)" in out

@@ -85,3 +85,119 @@ def test_paired_bootstrap_diff_aligns_series_by_case():
 def test_bootstrap_ci_rejects_invalid_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
         metrics.bootstrap_ci(**kwargs)
+
+
+# -- board intervals and rank ranges -----------------------------------------------------
+
+def test_contribution_intervals_equal_a_plain_loop_over_the_same_draws():
+    rng = np.random.default_rng(11)
+    board = rng.random((40, 3))  # 40 cases, 3 rows of a board
+    low, high = metrics.contribution_intervals(board, n=300, seed=42)
+    draws = np.random.default_rng(42).integers(0, 40, size=(300, 40))
+    for col in range(3):
+        means = []
+        for picks in draws:
+            total = 0.0
+            for j in picks:
+                total += board[j, col]
+            means.append(total / 40)
+        expected = np.quantile(means, [0.025, 0.975])
+        assert (low[col], high[col]) == pytest.approx(tuple(expected), abs=1e-12)
+
+
+def test_contribution_intervals_same_seed_same_numbers():
+    values = np.random.default_rng(3).random((25, 4))
+    first = metrics.contribution_intervals(values, seed=metrics.board_seed("b", 1, "public", 2))
+    again = metrics.contribution_intervals(values, seed=metrics.board_seed("b", 1, "public", 2))
+    assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
+    assert metrics.board_seed("b", 1, "public", 2) != metrics.board_seed("b", 1, "public", 3)
+
+
+def test_rank_ranges_worked_by_hand():
+    # scores 0.9, 0.8, 0.7, 0.3 with intervals: A [0.85, 0.95], B [0.6, 0.9], C [0.65, 0.75], D [0.2, 0.4]
+    # A: nobody's low is above 0.95 -> best 1; behind A surely: C (0.75 < 0.85), D -> worst 2
+    # B: nobody surely ahead (A's low 0.85 < B's high 0.9) -> 1; D surely behind -> worst 3
+    # C: A surely ahead (0.85 > 0.75) -> best 2; D behind -> worst 3;  D: all three ahead -> 4-4
+    best, worst = metrics.rank_ranges([0.85, 0.6, 0.65, 0.2], [0.95, 0.9, 0.75, 0.4])
+    assert best.tolist() == [1, 1, 2, 4] and worst.tolist() == [2, 3, 3, 4]
+    # lower is better (an error): the same intervals read the other way round
+    best, worst = metrics.rank_ranges([0.85, 0.6, 0.65, 0.2], [0.95, 0.9, 0.75, 0.4], higher_is_better=False)
+    assert best.tolist() == [3, 2, 2, 1] and worst.tolist() == [4, 4, 3, 1]
+
+
+def test_rank_ranges_undefined_intervals_rank_last():
+    best, worst = metrics.rank_ranges([0.5, np.nan, 0.1], [0.6, np.nan, 0.2])
+    assert best.tolist() == [1, 3, 2] and worst.tolist() == [1, 3, 2]
+
+
+def test_ndcg_shares_average_to_the_symmetric_ndcg_with_ties():
+    from scoring.rounds import score_ranking_round, symmetric_ndcg_contributions
+
+    rng = np.random.default_rng(8)
+    rel = rng.random(60)
+    preds = rng.random((4, 60))
+    preds[1] = np.round(preds[1] * 3)  # heavy ties, also across the k cut
+    preds[2] = 0.3  # constant
+    shares = symmetric_ndcg_contributions(preds, rel, 10)
+    expected = score_ranking_round(pd.DataFrame(preds.T), pd.Series(rel), 10).to_numpy()
+    assert shares.mean(axis=0) == pytest.approx(expected, abs=1e-12)
+
+
+def test_signals_round_interval_equals_a_plain_loop_over_resampled_ids():
+    from scipy.special import ndtri
+
+    from scoring.kinds import get_kind
+    from scoring.kinds.base import RoundInputs, RoundTruth, Universe
+
+    rng = np.random.default_rng(5)
+    n = 30
+    target = rng.integers(0, 5, n) / 4
+    preds = rng.random((3, n))
+    preds[2] = np.round(preds[2] * 4) / 4  # tied
+    inputs = RoundInputs(universe=Universe(tuple(f"i{j}" for j in range(n))), keys=[0, 1, 2], values=preds[:, :, None],
+                         meta=[{}] * 3, stakes=None, benchmark_models=np.zeros(3, bool),
+                         truth=RoundTruth(values=target[:, None], columns=("target",)))
+    low, high = get_kind("signals").round_intervals(inputs, {}, seed=9)
+    draws = np.random.default_rng(9).integers(0, n, size=(1000, n))
+    t = target - target.mean()
+    t = np.sign(t) * np.abs(t) ** 1.5
+    for s in range(3):
+        g = ndtri((stats.rankdata(preds[s]) - 0.5) / n)
+        p = np.sign(g) * np.abs(g) ** 1.5
+        zp, zt = (p - p.mean()) / p.std(), (t - t.mean()) / t.std()
+        means = [sum(zp[j] * zt[j] for j in picks) / n for picks in draws]
+        assert (low[s], high[s]) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])), abs=1e-12)
+
+
+def test_properties_case_shares_average_to_the_score():
+    from scoring.kinds import get_kind
+
+    kind = get_kind("properties")
+    config = {"properties": [{"name": "A", "higher_is_better": True, "recall": True},
+                             {"name": "B", "higher_is_better": False, "recall": True}],
+              "recall_fraction": 0.2}
+    rng = np.random.default_rng(12)
+    truth_a, truth_b = rng.random(20), rng.random(20)
+    pred_a, pred_b = truth_a + rng.normal(0, 0.3, 20), np.round(truth_b * 3)  # B's prediction tied
+    rows = [{"actual:A": ta, "actual:B": tb, "predicted:A": pa, "predicted:B": pb}
+            for ta, tb, pa, pb in zip(truth_a, truth_b, pred_a, pred_b, strict=True)]
+    rows[3]["actual:A"] = None  # one case not measured for A
+    shares = kind.case_contributions(rows, config)
+    measured = np.array([r["actual:A"] is not None for r in rows])
+    # The score worked from scipy: 0.6 x mean Spearman + 0.4 x mean top-20% recall (lower is better for B).
+    rho_a = stats.spearmanr(truth_a[measured], pred_a[measured])[0]
+    rho_b = stats.spearmanr(truth_b, pb := pred_b)[0]
+    recall_a = metrics.top_fraction_recall(truth_a[measured], pred_a[measured], 0.2)
+    recall_b = metrics.top_fraction_recall(truth_b, pb, 0.2, higher_is_better=False)
+    expected = 0.6 * (rho_a + rho_b) / 2 + 0.4 * (recall_a + recall_b) / 2
+    assert shares.mean() == pytest.approx(expected, abs=1e-12)
+
+
+def test_ratio_intervals_equal_a_plain_loop_over_rounds():
+    returns = np.array([[0.02, 0.01], [-0.01, 0.03], [0.04, 0.00], [0.01, 0.02]])  # rounds x members
+    oracle = np.array([0.05, 0.03, 0.06, 0.02])
+    low, high = metrics.ratio_intervals(returns, oracle, n=200, seed=7)
+    draws = np.random.default_rng(7).integers(0, 4, size=(200, 4))
+    for member in range(2):
+        ratios = [sum(returns[j, member] for j in picks) / sum(oracle[j] for j in picks) for picks in draws]
+        assert (low[member], high[member]) == pytest.approx(tuple(np.quantile(ratios, [0.025, 0.975])), abs=1e-12)

@@ -164,6 +164,8 @@ def _print_submission(sub: Submission, out) -> None:
     print(f"audit_hash: {sub.audit_hash}", file=out)
     if sub.note:
         print(f"note: {sub.note}", file=out)
+    if sub.late:
+        print("late: yes (received after the deadline: scored, never ranked)", file=out)
     if sub.counted is not None:
         print(f"counted: {_fmt(sub.counted)}", file=out)
     if sub.as_of is not None:
@@ -266,6 +268,8 @@ def _board_columns(rows: list[LeaderboardRow]) -> list[str]:
         metrics.extend(m for m in row.metrics if m not in metrics)
     extra = [name for name in ("rounds", "submissions", "provisional", "as_of", "updated_at")
              if any(getattr(r, name) not in (None, False) for r in rows)]
+    if any(r.rank_range for r in rows):
+        extra.append("could_rank")
     return ["rank", "entrant", "score", *[m for m in metrics if m != "score"], *extra]
 
 
@@ -282,7 +286,9 @@ def cmd_leaderboard(client: Client, args: argparse.Namespace, out) -> int:
         values = {"rank": r.rank, "entrant": r.entrant, "score": r.score, **{k: v for k, v in r.metrics.items()
                                                                               if k != "score"},
                   "rounds": r.rounds, "submissions": r.submissions, "provisional": r.provisional,
-                  "as_of": r.as_of, "updated_at": r.updated_at}
+                  "as_of": r.as_of, "updated_at": r.updated_at,
+                  "could_rank": (f"{r.rank_range[0]}-{r.rank_range[1]}" if r.rank_range and r.rank_range[0] != r.rank_range[1]
+                                 else str(r.rank_range[0]) if r.rank_range else None)}
         table.append([values.get(c) for c in columns])
     _emit(columns, table, [r.raw for r in rows], args.format, out)
     return EXIT_OK

@@ -163,6 +163,8 @@ class LeaderboardRow:
     updated_at: dt.datetime | None = None
     submission_id: int | None = None
     audit_hash: str | None = None
+    interval: list[float] | None = None  # [low, high]: the 95% bootstrap interval of score
+    rank_range: list[int] | None = None  # [best, worst]: the ranks it could hold within the intervals
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -172,7 +174,7 @@ class LeaderboardRow:
             metrics=d.get("metrics") or {}, submissions=_int(d.get("submissions")), rounds=_int(d.get("rounds")),
             provisional=bool(d.get("provisional")), as_of=_date(d.get("as_of")),
             updated_at=parse_datetime(d.get("updated_at")), submission_id=_int(d.get("submission_id")),
-            audit_hash=d.get("audit_hash"), raw=d,
+            audit_hash=d.get("audit_hash"), interval=d.get("interval"), rank_range=d.get("rank_range"), raw=d,
         )
 
 
@@ -243,6 +245,7 @@ class Submission:
     note: str | None = None
     is_selected: bool = False
     uploaded_by: str = ""
+    late: bool = False  # after the deadline of a benchmark that takes late submissions: never ranked
     created_at: dt.datetime | None = None
     started_at: dt.datetime | None = None
     scored_at: dt.datetime | None = None
@@ -259,6 +262,7 @@ class Submission:
             audit_hash=d.get("audit_hash", ""), provisional=bool(d.get("provisional")), as_of=_date(d.get("as_of")),
             counted=counted if isinstance(counted, bool) else None, truth_version=_int(d.get("truth_version")),
             note=d.get("note"), is_selected=bool(d.get("is_selected")), uploaded_by=d.get("uploaded_by") or "",
+            late=bool(d.get("late")),
             created_at=parse_datetime(d.get("created_at")), started_at=parse_datetime(d.get("started_at")),
             scored_at=parse_datetime(d.get("scored_at")), url=d.get("url", ""), raw=d,
         )

@@ -233,6 +233,7 @@ class RoundTruth(APIView):
 def round_board_rows(page) -> list[dict]:
     return [{"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
              "provisional": r.provisional, "as_of": r.as_of, "audit_hash": r.submission.audit_hash,
+             "interval": r.interval, "rank_range": r.rank_range if r.rank is not None else None,
              "updated_at": r.updated_at} for r in page.rows]
 
 

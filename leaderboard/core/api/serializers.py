@@ -77,6 +77,12 @@ class LeaderboardRowSerializer(serializers.Serializer):
     submission_id = serializers.IntegerField()
     audit_hash = serializers.CharField()
     provisional = serializers.BooleanField()
+    interval = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
+                                     help_text="[low, high]: 95% bootstrap interval of score, resampling the split's cases; null when the kind "
+                                               "gives none")
+    rank_range = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2, allow_null=True,
+                                       help_text="[best, worst]: the ranks this row could hold within the board's "
+                                                 "intervals")
     updated_at = serializers.DateTimeField()
 
 
@@ -97,6 +103,12 @@ class StandingsRowSerializer(serializers.Serializer):
     score = serializers.FloatField(allow_null=True)
     metrics = serializers.DictField()
     rounds = serializers.IntegerField(help_text="resolved rounds the entrant took part in (within the window)")
+    interval = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
+                                     help_text="[low, high]: 95% bootstrap interval of score, resampling the entrant's rounds; null when the kind "
+                                               "gives none")
+    rank_range = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2, allow_null=True,
+                                       help_text="[best, worst]: the ranks this row could hold within the board's "
+                                                 "intervals")
     updated_at = serializers.DateTimeField()
 
 
@@ -181,6 +193,7 @@ class SubmissionSerializer(serializers.Serializer):
     is_selected = serializers.BooleanField()
     note = serializers.CharField(allow_null=True, help_text="The uploader's note (empty when none was given); "
                                                            "null for anyone but the account that uploaded it.")
+    late = serializers.BooleanField(help_text="received after the deadline of a benchmark that takes late submissions: scored, never ranked")
     provisional = serializers.BooleanField()
     truth_version = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -285,6 +298,12 @@ class RoundBoardRowSerializer(serializers.Serializer):
     provisional = serializers.BooleanField()
     as_of = serializers.DateField(allow_null=True)
     audit_hash = serializers.CharField()
+    interval = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
+                                     help_text="[low, high]: 95% bootstrap interval of score, resampling the round's ids; null when the kind "
+                                               "gives none")
+    rank_range = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2, allow_null=True,
+                                       help_text="[best, worst]: the ranks this row could hold within the board's "
+                                                 "intervals")
     updated_at = serializers.DateTimeField()
 
 
@@ -322,6 +341,10 @@ class ComparisonSetRowSerializer(serializers.Serializer):
                                                               "(CapitalBench's rule on the sums); null under a "
                                                               "zero oracle sum with a loss, or with no shared round")
     return_sum = serializers.FloatField(help_text="the entrant's returns over the set's rounds, added (not compounded)")
+    interval = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False,
+                                     help_text="[low, high]: 95% bootstrap interval of score, resampling the set's rounds")
+    rank_range = serializers.ListField(child=serializers.IntegerField(), allow_null=True, required=False,
+                                       help_text="[best, worst]: the ranks within the set this row could hold")
     oracle_sum = serializers.FloatField(help_text="the oracle returns of the set's rounds, added")
 
 

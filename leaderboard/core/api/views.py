@@ -69,7 +69,7 @@ def submission_dict(request, sub: Submission, *, standing: bool = False,
         "id": sub.pk, "benchmark": sub.benchmark.slug, "entrant": sub.entrant.name, "uploaded_by": sub.user.username,
         "status": sub.status, "status_reason": sub.status_reason, "scores": scores, "errors": sub.errors, "audit_hash": sub.audit_hash,
         "original_name": sub.original_name, "size": sub.size, "is_selected": sub.is_selected,
-        "note": own_note(request, sub),
+        "note": own_note(request, sub), "late": sub.late,
         "provisional": bool(sub.truth_version is not None and not sub.truth_version.is_final),
         "truth_version": sub.truth_version.version if sub.truth_version is not None else None,
         "created_at": sub.received_at, "started_at": sub.started_at, "scored_at": sub.scored_at,
@@ -99,7 +99,7 @@ def round_submission_dict(request, sub: Submission, *, history: list[dict] | Non
         "provisional": bool(latest and latest["interim"]), "as_of": latest["as_of"] if latest else None,
         "truth_version": latest["version"] if latest else None, "history": history,
         "errors": sub.errors, "audit_hash": sub.audit_hash, "original_name": sub.original_name, "size": sub.size,
-        "note": own_note(request, sub), "is_selected": False, "created_at": sub.received_at, "started_at": sub.started_at,
+        "note": own_note(request, sub), "is_selected": False, "late": False, "created_at": sub.received_at, "started_at": sub.started_at,
         "scored_at": sub.scored_at, **submission_urls(request, sub),
     }
 
@@ -246,6 +246,9 @@ def board_csv_line(row: dict) -> dict:
     for key, value in row.items():
         if key == "metrics":
             out.update({name: v for name, v in value.items() if name not in row})
+        elif key in ("interval", "rank_range"):  # [low, high]: a column each, empty when not computed
+            low, high = value if value is not None else (None, None)
+            out[f"{key}_low"], out[f"{key}_high"] = low, high
         else:
             out[key] = value.isoformat() if isinstance(value, datetime) else value
     return out
@@ -291,12 +294,13 @@ def leaderboard_rows(page: selectors.BoardPage) -> list[dict]:
     return [{"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
              "submissions": r.submissions_count, "submission_id": r.submission_id,
              "audit_hash": r.submission.audit_hash, "provisional": r.provisional,
-             "updated_at": r.updated_at} for r in page.rows]
+             "interval": r.interval, "rank_range": r.rank_range, "updated_at": r.updated_at} for r in page.rows]
 
 
 def standings_rows(page: selectors.BoardPage) -> list[dict]:
     return [{"rank": r.rank, "entrant": r.entrant.name, "score": r.score, "metrics": r.metrics,
-             "rounds": r.rounds, "updated_at": r.updated_at} for r in page.rows]
+             "rounds": r.rounds, "interval": r.interval, "rank_range": r.rank_range,
+             "updated_at": r.updated_at} for r in page.rows]
 
 
 class Leaderboard(APIView):

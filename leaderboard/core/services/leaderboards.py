@@ -5,21 +5,46 @@ submission of a static kind rewrites only its own entrant's rows, under a lock
 on that entrant, so the cost does not grow with the board and different
 entrants never wait on each other. Whole-round scoring (round kinds) writes a
 round's board in one go, since it has every value at once.
+
+Every row also carries the 95% bootstrap interval of its ranking metric and the
+ranks it could hold within the board's intervals (``rank_best``..``rank_worst``),
+both computed here, when the board is built (``scoring.metrics_uncertainty``, one
+implementation for every kind): a static kind's interval resamples the cases of
+the row's split (seed fixed per board version: benchmark, round, split and truth
+version), a round's resamples its ids, the standings' the entrant's rounds. A
+static board's rank ranges are recomputed for the whole split after each entrant's
+refresh (one read of the board's intervals; only rows whose range moved are written).
 """
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+import numpy as np
+from django.db import connection, transaction
 from django.utils import timezone
+
+from scoring.metrics_uncertainty import board_seed, contribution_intervals, rank_ranges
 
 from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.bulk import bulk_insert
-from leaderboard.core.models import Entrant, LeaderboardRow, Round, Score, StandingRow, Submission
+from leaderboard.core.models import (
+    CaseResult,
+    Entrant,
+    LeaderboardRow,
+    Round,
+    Score,
+    StandingRow,
+    Submission,
+    TruthVersion,
+)
+
+# pg_advisory_xact_lock(_BOARD_LOCK, round id): one static board's rank ranges are recomputed
+# by one transaction at a time (entrants' refreshes otherwise run side by side).
+_BOARD_LOCK = 250025
 
 
 def order_key(value: Any, *, higher_is_better: bool) -> tuple[bool, float]:
@@ -28,6 +53,74 @@ def order_key(value: Any, *, higher_is_better: bool) -> tuple[bool, float]:
     if missing:
         return True, 0.0
     return False, -float(value) if higher_is_better else float(value)
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if value is not None and math.isfinite(float(value)) else None
+
+
+def board_ranges(scores: Sequence[Any], lows: Sequence[Any], highs: Sequence[Any], *,
+                 higher_is_better: bool) -> list[tuple[int | None, int | None]]:
+    """``(rank_best, rank_worst)`` of each row of one board from its score and interval.
+
+    A row's interval is stretched to hold its own score (a percentile interval can, rarely,
+    miss it), and a row with a score but no interval counts as the point ``[score, score]``;
+    rows without a score (ranked last) get no range and never count against another's.
+    """
+    n = len(scores)
+    lo, hi = np.full(n, np.nan), np.full(n, np.nan)
+    for i, (score, low, high) in enumerate(zip(scores, lows, highs, strict=True)):
+        sc = _finite(score)
+        if sc is None:
+            continue
+        low_f, high_f = _finite(low), _finite(high)
+        lo[i] = min(sc, low_f) if low_f is not None else sc
+        hi[i] = max(sc, high_f) if high_f is not None else sc
+    best, worst = rank_ranges(lo, hi, higher_is_better=higher_is_better)
+    return [(int(b), int(w)) if np.isfinite(lo[i]) else (None, None)
+            for i, (b, w) in enumerate(zip(best, worst, strict=True))]
+
+
+def static_board_seed(round_: Round, split: str) -> int:
+    """The bootstrap seed of a static board version: the benchmark, round, split and truth version."""
+    version = (TruthVersion.objects.filter(round=round_).order_by("-version", "-pk")
+               .values_list("version", flat=True).first())
+    return board_seed(round_.benchmark.slug, round_.number, split, version or 0)
+
+
+def static_row_interval(round_: Round, split: str, submission_id: int, metrics: Mapping[str, Any], *,
+                        seed: int) -> tuple[float | None, float | None]:
+    """The 95% interval of a static board row's ranking metric: the kind's own interval when its
+    metrics carry one (impact's exact-match bracket), else the bootstrap of its cases' shares."""
+    benchmark = round_.benchmark
+    kind, config = benchmark.kind_impl, benchmark.config
+    ranking = kind.ranking_metric_for(config)
+    names = kind.metric_intervals.get(ranking)
+    if names and _finite(metrics.get(names[0])) is not None and _finite(metrics.get(names[1])) is not None:
+        return float(metrics[names[0]]), float(metrics[names[1]])
+    rows = list(CaseResult.objects.filter(submission_id=submission_id, split=split)
+                .order_by("case_id", "pk").values_list("data", flat=True))
+    contributions = kind.case_contributions(rows, config) if rows else None
+    if contributions is None:
+        return None, None
+    low, high = contribution_intervals(contributions, seed=seed)
+    return _finite(low[0]), _finite(high[0])
+
+
+def leaderboard_ranges_refresh(round_: Round, split: str, *, higher_is_better: bool) -> int:
+    """Recompute the rank ranges of one static board (split) from its rows' intervals; write only
+    the rows whose range moved. Returns how many moved. Call inside the transaction that changed it."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_BOARD_LOCK, round_.pk])
+    rows = list(LeaderboardRow.objects.filter(round=round_, split=split).order_by("pk").values_list(
+        "pk", "score", "interval_low", "interval_high", "rank_best", "rank_worst"))
+    ranges = board_ranges([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+                          higher_is_better=higher_is_better)
+    moved = [LeaderboardRow(pk=r[0], rank_best=b, rank_worst=w)
+             for r, (b, w) in zip(rows, ranges, strict=True) if (r[4], r[5]) != (b, w)]
+    LeaderboardRow.objects.bulk_update(moved, ["rank_best", "rank_worst"], batch_size=2000)
+    return len(moved)
 
 
 @dataclass
@@ -74,14 +167,15 @@ def _pick_rows(round_: Round, candidates: list[_Candidate]) -> dict[str, tuple[_
     return picks
 
 
-def leaderboard_refresh_entrant(round_: Round, entrant_id: int) -> None:
+def leaderboard_refresh_entrant(round_: Round, entrant_id: int, *, ranges: bool = True) -> None:
     """Bring one entrant's rows of a round (static kinds) up to date with its scored submissions.
 
     Locks the entrant (two workers scoring the same entrant's submissions queue
     here; other entrants do not), recomputes its best/selected submission per
     split from its own scores and inserts, updates or deletes its rows. A row's
     ``updated_at`` changes only when the row does. Call inside the transaction
-    that wrote the scores.
+    that wrote the scores. Late submissions never rank. ``ranges`` False: leave the board's
+    rank ranges to the caller (``leaderboard_refresh`` recomputes them once at the end).
     """
     assert transaction.get_connection().in_atomic_block, "call leaderboard_refresh_entrant inside a transaction"
     # NO KEY UPDATE: an upload's foreign-key check on the entrant never waits on it.
@@ -93,7 +187,7 @@ def leaderboard_refresh_entrant(round_: Round, entrant_id: int) -> None:
     candidates = {
         pk: _Candidate(pk, received_at, selected)
         for pk, received_at, selected in Submission.objects.filter(
-            round=round_, entrant_id=entrant_id, status=Submission.Status.SCORED
+            round=round_, entrant_id=entrant_id, status=Submission.Status.SCORED, late=False
         ).values_list("pk", "received_at", "is_selected")
     }
     for sub_id, split, metric, value, provisional in Score.objects.filter(
@@ -109,18 +203,26 @@ def leaderboard_refresh_entrant(round_: Round, entrant_id: int) -> None:
     now = timezone.now()
     for split, (cand, metrics) in picks.items():
         missing, value = order_key(metrics.get(ranking), higher_is_better=higher)
+        row = existing.pop(split, None)
+        if row is not None and row.submission_id == cand.submission_id and row.metrics == metrics:
+            low, high = row.interval_low, row.interval_high  # same submission, same scores: same interval
+        else:
+            low, high = static_row_interval(round_, split, cand.submission_id, metrics,
+                                            seed=static_board_seed(round_, split))
         fields = {
             "submission_id": cand.submission_id, "score": metrics.get(ranking), "metrics": metrics,
             "submissions_count": len(candidates), "provisional": cand.provisional,
             "order_missing": missing, "order_value": value, "order_at": cand.received_at,
+            "interval_low": low, "interval_high": high,
         }
-        row = existing.pop(split, None)
         if row is None:
             LeaderboardRow.objects.create(round=round_, split=split, entrant_id=entrant_id, updated_at=now, **fields)
         elif any(getattr(row, name) != v for name, v in fields.items()):
             LeaderboardRow.objects.filter(pk=row.pk).update(updated_at=now, **fields)
     if existing:
         LeaderboardRow.objects.filter(pk__in=[row.pk for row in existing.values()]).delete()
+    for split in kind.splits if ranges else ():
+        leaderboard_ranges_refresh(round_, split, higher_is_better=higher)
 
 
 def leaderboard_refresh(round_: Round) -> None:
@@ -134,7 +236,11 @@ def leaderboard_refresh(round_: Round) -> None:
                    .values_list("entrant_id", flat=True))
     entrants |= set(LeaderboardRow.objects.filter(round=round_).values_list("entrant_id", flat=True))
     for entrant_id in sorted(entrants):
-        leaderboard_refresh_entrant(round_, entrant_id)
+        leaderboard_refresh_entrant(round_, entrant_id, ranges=False)
+    kind = round_.benchmark.kind_impl
+    higher = kind.metric(kind.ranking_metric_for(round_.benchmark.config)).higher_is_better
+    for split in kind.splits:
+        leaderboard_ranges_refresh(round_, split, higher_is_better=higher)
 
 
 @dataclass
@@ -146,6 +252,7 @@ class BoardEntry:
     received_at: dt.datetime
     metrics: Mapping[str, Any]
     submissions_count: int = 1
+    interval: tuple[float | None, float | None] = (None, None)  # 95% bootstrap over the round's ids
 
 
 def round_board_write(round_: Round, entries: Iterable[BoardEntry], *, ranking: str, higher_is_better: bool,
@@ -153,14 +260,18 @@ def round_board_write(round_: Round, entries: Iterable[BoardEntry], *, ranking: 
     """Replace a round's board (one split) with ``entries``, in one go. Returns the rows written."""
     assert transaction.get_connection().in_atomic_block, "call round_board_write inside a transaction"
     now = timezone.now()
+    entries = list(entries)
+    ranges = board_ranges([e.metrics.get(ranking) for e in entries], [e.interval[0] for e in entries],
+                          [e.interval[1] for e in entries], higher_is_better=higher_is_better)
     rows = []
-    for e in entries:
+    for e, (best, worst) in zip(entries, ranges, strict=True):
         missing, value = order_key(e.metrics.get(ranking), higher_is_better=higher_is_better)
         rows.append(LeaderboardRow(
             round=round_, split=split, entrant_id=e.entrant_id, submission_id=e.submission_id,
             score=e.metrics.get(ranking), metrics=dict(e.metrics), submissions_count=e.submissions_count,
             provisional=provisional, as_of=as_of, order_missing=missing, order_value=value,
-            order_at=e.received_at, updated_at=now,
+            order_at=e.received_at, updated_at=now, interval_low=_finite(e.interval[0]),
+            interval_high=_finite(e.interval[1]), rank_best=best, rank_worst=worst,
         ))
     LeaderboardRow.objects.filter(round=round_, split=split).delete()
     bulk_insert(LeaderboardRow, rows)
@@ -178,6 +289,7 @@ class StandingEntry:
     rounds: int
     order_at: dt.datetime
     track: str = ""
+    interval: tuple[float | None, float | None] = (None, None)  # 95% bootstrap over its rounds
 
 
 def standings_write(benchmark, entries: Iterable[StandingEntry], *, higher_is_better: bool,
@@ -188,11 +300,20 @@ def standings_write(benchmark, entries: Iterable[StandingEntry], *, higher_is_be
     now = timezone.now()
     tracks = set(tracks)
     existing = {(r.track, r.entrant_id): r for r in StandingRow.objects.filter(benchmark=benchmark, track__in=tracks)}
+    entries = list(entries)
+    ranges: dict[int, tuple[int | None, int | None]] = {}
+    for track in {e.track for e in entries}:
+        of_track = [i for i, e in enumerate(entries) if e.track == track]
+        for i, r in zip(of_track, board_ranges(
+                [entries[i].score for i in of_track], [entries[i].interval[0] for i in of_track],
+                [entries[i].interval[1] for i in of_track], higher_is_better=higher_is_better), strict=True):
+            ranges[i] = r
     create, update = [], []
-    for e in entries:
+    for i, e in enumerate(entries):
         missing, value = order_key(e.score, higher_is_better=higher_is_better)
         fields = {"score": e.score, "metrics": dict(e.metrics), "rounds": e.rounds, "order_missing": missing,
-                  "order_value": value, "order_at": e.order_at}
+                  "order_value": value, "order_at": e.order_at, "interval_low": _finite(e.interval[0]),
+                  "interval_high": _finite(e.interval[1]), "rank_best": ranges[i][0], "rank_worst": ranges[i][1]}
         row = existing.pop((e.track, e.entrant_id), None)
         if row is None:
             create.append(StandingRow(benchmark=benchmark, track=e.track, entrant_id=e.entrant_id,
@@ -204,7 +325,8 @@ def standings_write(benchmark, entries: Iterable[StandingEntry], *, higher_is_be
             update.append(row)
     bulk_insert(StandingRow, create)
     StandingRow.objects.bulk_update(update, ["score", "metrics", "rounds", "order_missing", "order_value",
-                                             "order_at", "updated_at"], batch_size=2000)
+                                             "order_at", "updated_at", "interval_low", "interval_high",
+                                             "rank_best", "rank_worst"], batch_size=2000)
     if existing:
         StandingRow.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
     boards_changed(benchmark.pk)

@@ -25,6 +25,7 @@ from django.utils import timezone
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
 from scoring.kinds.base import STANDINGS_MIN_ROUNDS, RoundInputs, RoundResult, RoundTruth, Universe
+from scoring.metrics_uncertainty import board_seed
 
 from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.models import (
@@ -415,6 +416,9 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
     truth_free = _truth_free_stored(round_, kind, counted)
     inputs.truth_free = truth_free
     loaded, loaded_cpu = time.perf_counter(), time.process_time()
+    # The board's 95% intervals (before scoring, which may take the values): seed per board version.
+    intervals = kind.round_intervals(inputs, config, seed=board_seed(benchmark.slug, round_.number, round_.track,
+                                                                       tv.version))
     outcome = kind.score_round_version(inputs, config)
     del inputs
     computed, computed_cpu = time.perf_counter(), time.process_time()
@@ -436,7 +440,9 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
         later_scored = TruthVersion.objects.filter(round=round_, version__gt=tv.version,
                                                    scored_at__isnull=False).exists()
         if not later_scored:
-            round_board_write(round_, (BoardEntry(c[1], c[0], c[2], m) for c, m in zip(counted, outcome.metrics)),
+            round_board_write(round_, (BoardEntry(c[1], c[0], c[2], m, interval=(
+                (float(intervals[0][i]), float(intervals[1][i])) if intervals is not None else (None, None)))
+                for i, (c, m) in enumerate(zip(counted, outcome.metrics, strict=True))),
                               ranking=ranking, higher_is_better=higher, provisional=provisional, as_of=tv.as_of)
             Round.objects.filter(pk=round_.pk).update(data={**round_.data, "notes": outcome.notes,
                                                             "scored_version": tv.version})
@@ -604,7 +610,7 @@ def standings_refresh(*, benchmark: Benchmark, track: str = "") -> int:
     # standings_min_rounds: an entrant with fewer resolved rounds waits off the standings (the page says so).
     min_rounds = kind.validate_config(config).get(STANDINGS_MIN_ROUNDS, 1)
     written = standings_write(
-        benchmark, [StandingEntry(s.entrant, s.score, s.metrics, s.rounds, s.order_at, s.track or track)
+        benchmark, [StandingEntry(s.entrant, s.score, s.metrics, s.rounds, s.order_at, s.track or track, s.interval)
                     for s in outcome.rows if s.rounds >= min_rounds], higher_is_better=higher, tracks=[track])
     now = timezone.now()
     for (doc_track, name), data in outcome.documents.items():

@@ -70,6 +70,18 @@ def _check_takes_submissions(benchmark: Benchmark, round_: Round | None) -> None
         raise SubmissionRejected([RowError(refusal)], status=409)
 
 
+def late_round(benchmark: Benchmark) -> Round | None:
+    """The permanent round a late upload goes to: the benchmark's config says ``late_submissions``
+    and its (static) round is past its deadline; None otherwise."""
+    if not benchmark.kind_impl.late_submissions(benchmark.config):
+        return None
+    round_ = Round.objects.filter(benchmark=benchmark).order_by("-number", "-id").first()
+    if round_ is None or not round_.is_permanent or not round_.cases.exists():
+        return None
+    closed = round_.status != Round.Status.OPEN or not round_takes_submissions(round_)
+    return round_ if closed else None
+
+
 def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, filename: str, predictions: Any,
                              entrant: Entrant, idempotency_key: str | None = None,
                              idempotency_fingerprint: str = "", note: str = "") -> Accepted:
@@ -83,7 +95,11 @@ def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, 
     """
     kind = benchmark.kind_impl
     round_ = current_round(benchmark)
-    _check_takes_submissions(benchmark, round_)
+    late = late_round(benchmark) if round_ is None or not round_takes_submissions(round_) else None
+    if late is not None:
+        round_ = late  # past the deadline, still scored: marked late, never ranked
+    else:
+        _check_takes_submissions(benchmark, round_)
     assert round_ is not None  # else refused just above
 
     parsed = predictions_parse(benchmark=benchmark, cases=round_caseset(round_),
@@ -104,7 +120,8 @@ def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, 
             # round_set_status has closed a round (or its deadline has passed), no
             # upload validated before can still slip in.
             round_ = round_lock_for_upload(round_.pk)
-            _check_takes_submissions(benchmark, round_)
+            if late is None:
+                _check_takes_submissions(benchmark, round_)
             team = team_upload_lock(user=user, benchmark=benchmark, entrant=entrant)
             remaining = quota_consume(user=user, benchmark=benchmark, team=team)
             sub = Submission(
@@ -118,6 +135,7 @@ def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, 
                 payload=payload,
                 status=Status.QUEUED,
                 status_reason="waiting for a worker",
+                late=late is not None,
                 idempotency_key=idempotency_key,
                 idempotency_fingerprint=idempotency_fingerprint,
                 note=note,

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.errors import RowError, ValidationFailed
-from scoring.kinds.base import ConfigReader, IdColumn, WholeNumber
+from scoring.kinds.base import LATE_SUBMISSIONS, ConfigReader, IdColumn, WholeNumber, late_submissions_config
 from scoring.metrics_properties import K_RULES
 
 ID = "sequence_id"
@@ -50,7 +50,7 @@ def _validate_config(config: Any) -> dict[str, Any]:
     if not isinstance(config, Mapping):
         raise ValidationFailed([RowError(f"config must be a JSON object, got {type(config).__name__}")])
     cfg = ConfigReader(config, allowed={"properties", "inputs", "weights", "recall_fraction", "recall_k",
-                                        "max_upload_bytes"}, listed="allowed keys", file=None)
+                                        "max_upload_bytes", LATE_SUBMISSIONS}, listed="allowed keys", file=None)
 
     props: list[dict[str, Any]] = []
     raw_props = config.get("properties")
@@ -143,6 +143,9 @@ def _validate_config(config: Any) -> dict[str, Any]:
             "weights.recall",
             "is positive but no property has recall: true; mark one or set the recall weight to 0",
         )
+    late, problem = late_submissions_config(config)
+    if problem:
+        cfg.error(LATE_SUBMISSIONS, problem)
     cfg.done()
     return {
         "properties": props,
@@ -151,6 +154,7 @@ def _validate_config(config: Any) -> dict[str, Any]:
         "recall_fraction": float(fraction),
         "recall_k": recall_k,
         "max_upload_bytes": cap,
+        **late,
     }
 
 

@@ -42,7 +42,13 @@ from scoring.kinds.properties.reading import (
     _RowChecker,
     _show,
 )
-from scoring.metrics_properties import spearman, top_fraction_k, top_fraction_recall
+from scoring.metrics_properties import (
+    recall_contributions,
+    spearman,
+    spearman_contributions,
+    top_fraction_k,
+    top_fraction_recall,
+)
 
 # ---------------------------------------------------------------------------
 # the kind
@@ -649,11 +655,51 @@ class PropertiesKind(Kind):
             out[key] = Result(metrics=metrics[s], cases=case_rows, provisional=not truth.final)
         return out
 
+    def case_contributions(self, rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> np.ndarray | None:
+        cfg = self.validate_config(config)
+        props = cfg["properties"]
+        if not rows:
+            return None
+        T = np.array([[_num_or_nan(r.get(f"actual:{p['name']}")) for p in props] for r in rows], dtype=float)
+        P = np.array([[_num_or_nan(r.get(f"predicted:{p['name']}")) for p in props] for r in rows], dtype=float)
+        return _split_contributions(T, P, props, cfg)
+
     def training_rows(self, cases: CaseSet, truth: Truth, config: Mapping[str, Any]) -> list[dict[str, Any]]:
         """``case_id``, ``fold``, the input columns and the measured value of each property (empty: not measured)."""
         names = [p["name"] for p in self.validate_config(config)["properties"]]
         return [{"case_id": c.case_id, **c.public, **{p: truth.values.get(c.case_id, {}).get(p) for p in names}}
                 for c in cases.cases]
+
+
+def _split_contributions(T: np.ndarray, pred: np.ndarray, props: list[dict[str, Any]],
+                         cfg: Mapping[str, Any]) -> np.ndarray | None:
+    """One submission's per-case shares of ``score`` in one split (T, pred: cases x properties),
+    following ``_split_metrics``: a property's share over its measured cases, scaled by
+    cases / measured so that the mean over every case of the split is the metric."""
+    n = T.shape[0]
+    w = cfg["weights"]
+    spear, rec = [], []
+    for j, p in enumerate(props):
+        mask = np.isfinite(T[:, j])
+        t = T[mask, j]
+        if not np.isfinite(pred[mask, j]).all():
+            return None
+        if t.size >= 2 and np.ptp(t) > 0:
+            part = np.zeros(n)
+            part[mask] = spearman_contributions(t, pred[mask, j]) * n / t.size
+            spear.append(part)
+        if p["recall"] and t.size >= 1 and _recall_defined(t.size, cfg):
+            part = np.zeros(n)
+            part[mask] = recall_contributions(t, pred[mask, j], cfg["recall_fraction"], p["higher_is_better"],
+                                              cfg["recall_k"]) * n / t.size
+            rec.append(part)
+    total = np.zeros(n)
+    for weight, parts in ((w["spearman"], spear), (w["recall"], rec)):
+        if weight > 0:
+            if not parts:
+                return None
+            total += weight * np.mean(parts, axis=0)
+    return total
 
 
 def _split_metrics(T: np.ndarray, P: np.ndarray, props: list[dict[str, Any]],
@@ -743,3 +789,7 @@ def _truth_value(v: Any) -> float:
         return math.nan
     return float(v)
 
+
+
+def _num_or_nan(v: Any) -> float:
+    return float("nan") if v is None else float(v)
