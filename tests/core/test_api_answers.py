@@ -11,7 +11,7 @@ def test_api_submission_url_is_the_same_in_the_upload_answer_the_list_and_the_de
     client = api_for("owner")
     upload = client.post(f"/api/benchmarks/{mini_benchmark.slug}/submissions/",
                          {"file": _file()}, format="multipart").json()
-    listed = client.get(f"/api/benchmarks/{mini_benchmark.slug}/submissions/").json()[0]
+    listed = client.get(f"/api/benchmarks/{mini_benchmark.slug}/submissions/").json()["rows"][0]
     detail = client.get(upload["url"]).json()
     assert upload["url"] == listed["url"] == detail["url"]
     assert upload["url"] == f"http://testserver/api/submissions/{upload['id']}/"

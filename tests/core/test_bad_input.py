@@ -95,7 +95,7 @@ def test_bad_input_json_body_upload_has_the_kinds_size_cap_and_no_unknown_or_dup
     assert resp.status_code == 400
     assert [e["column"] for e in resp.json()["errors"]] == ["entrnt", "notes"]
     assert resp.json()["errors"][0]["message"] == (
-        "unknown key 'entrnt' in the JSON body; it may hold predictions, entrant, round")
+        "unknown key 'entrnt' in the JSON body; it may hold predictions, entrant, round, note")
 
     twice = ('{"predictions": ' + json.dumps(rows) + ', "entrant": "owner", "entrant": "someone else"}').encode()
     resp = _post_json(client, url, twice)

@@ -101,7 +101,7 @@ class WebhookDetail(APIView):
     def get(self, request, pk):
         return Response(_view(get_object_or_404(Webhook, pk=pk, user=request.user)))
 
-    @extend_schema(responses={204: None, 404: s.ErrorsSerializer}, summary="Remove a webhook and its log")
+    @extend_schema(request=None, responses={204: None, 404: s.ErrorsSerializer}, summary="Remove a webhook and its log")
     def delete(self, request, pk):
         webhook_remove(webhook=get_object_or_404(Webhook, pk=pk, user=request.user))
         return Response(status=status.HTTP_204_NO_CONTENT)
