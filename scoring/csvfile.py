@@ -193,6 +193,8 @@ class HeaderWords:
     hints: bool = True  # "did you mean ...", "separated by commas"
     # A duplicated name that is also unexpected is reported both ways (else only as a duplicate).
     duplicate_and_unexpected: bool = False
+    # A repeated unexpected name is reported as unexpected each time, never as a duplicate.
+    repeat_unexpected: bool = False
     show: Callable[[str], str] = field(default=lambda value: show(value))
     column_chars: int | None = 100  # how much of a name ``column`` of a duplicate carries (None: all)
 
@@ -216,7 +218,7 @@ def check_header(header: Sequence[str], errs: ErrorList, *, required: Sequence[s
         known = name in allowed or (bool(prefixes) and name.startswith(tuple(prefixes)))
         if not name and words.no_name is not None:
             errs.add(words.no_name.format(**fmt), row=1)
-        elif name in seen:
+        elif name in seen and (known or not words.repeat_unexpected):
             column = name if words.column_chars is None else name[:words.column_chars]
             errs.add(words.duplicate.format(**fmt), row=1, column=column)
             if words.duplicate_and_unexpected and not known:
