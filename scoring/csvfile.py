@@ -190,7 +190,11 @@ class HeaderWords:
     duplicate: str = "column {shown} appears more than once"
     unexpected: str = "unexpected column {shown}{hint}; the columns are {want}"
     missing: str = "missing column {name!r}"
-    hints: bool = True  # "did you mean ...", "separated by commas"
+    did_you_mean: bool = True  # an unexpected name that is an allowed one in other case
+    separator_hint: bool = True  # a one-column header holding semicolons or tabs
+    want_separator: str = ", "  # between the names in ``want``
+    max_unexpected: int | None = None  # unexpected columns listed one by one; then ``more_unexpected``
+    more_unexpected: str = "... and {count} more unexpected columns"
     # A duplicated name that is also unexpected is reported both ways (else only as a duplicate).
     duplicate_and_unexpected: bool = False
     # A repeated unexpected name is reported as unexpected each time, never as a duplicate.
@@ -211,27 +215,33 @@ def check_header(header: Sequence[str], errs: ErrorList, *, required: Sequence[s
     ``prefixes``; no unnamed column, no column twice.
     """
     allowed = set(required) | set(optional)
-    want = ", ".join(list(required) + list(optional) + [f"{p}*" for p in prefixes])
-    seen: set[str] = set()
+    want = words.want_separator.join(list(required) + list(optional) + [f"{p}*" for p in prefixes])
+    lower = {c.lower(): c for c in [*required, *optional]}
+    seen: dict[str, int] = {}  # name -> the column it first appears in
+    unexpected = 0
     for i, name in enumerate(header):
-        fmt = {"shown": words.show(name), "name": name, "column": i + 1, "want": want, "hint": ""}
+        fmt = {"shown": words.show(name), "name": name, "column": i + 1, "want": want, "hint": "",
+               "first": seen.get(name)}
         known = name in allowed or (bool(prefixes) and name.startswith(tuple(prefixes)))
         if not name and words.no_name is not None:
             errs.add(words.no_name.format(**fmt), row=1)
-        elif name in seen and (known or not words.repeat_unexpected):
+            continue
+        if name in seen and (known or not words.repeat_unexpected):
             column = name if words.column_chars is None else name[:words.column_chars]
             errs.add(words.duplicate.format(**fmt), row=1, column=column)
             if words.duplicate_and_unexpected and not known:
                 errs.add(words.unexpected.format(**fmt), row=1, column=name[:100])
         elif not known:
-            if words.hints:
-                lower = {c.lower(): c for c in allowed}
-                if name.lower() in lower:
+            unexpected += 1
+            if words.max_unexpected is None or unexpected <= words.max_unexpected:
+                if words.did_you_mean and name.lower() in lower:
                     fmt["hint"] = f" (did you mean {lower[name.lower()]!r}?)"
-                if len(header) == 1 and (";" in name or "\t" in name):
+                if words.separator_hint and len(header) == 1 and (";" in name or "\t" in name):
                     fmt["hint"] = f" (columns must be separated by commas, not {'semicolons' if ';' in name else 'tabs'})"
-            errs.add(words.unexpected.format(**fmt), row=1, column=name[:100])
-        seen.add(name)
+                errs.add(words.unexpected.format(**fmt), row=1, column=name[:100])
+        seen.setdefault(name, i + 1)
+    if words.max_unexpected is not None and unexpected > words.max_unexpected:
+        errs.add(words.more_unexpected.format(count=unexpected - words.max_unexpected), row=1)
     missing = tuple(name for name in required if name not in seen)
     for name in missing:
         errs.add(words.missing.format(name=name), row=1, column=name)

@@ -174,7 +174,7 @@ def _read_csv(text: str, errors: ErrorList) -> tuple[list[str], list[tuple[int, 
 _HEADER_WORDS = csvfile.HeaderWords(
     no_name=None, duplicate="column {shown} appears twice",
     unexpected="unexpected column {shown}; allowed columns are {want}", missing="missing required column {name!r}",
-    hints=False, duplicate_and_unexpected=True, show=lambda value: _show(value), column_chars=None)
+    did_you_mean=False, separator_hint=False, duplicate_and_unexpected=True, show=lambda value: _show(value), column_chars=None)
 
 
 def _check_header(

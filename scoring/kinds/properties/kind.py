@@ -53,8 +53,15 @@ from scoring.metrics_properties import (
 # kind's words: every column is required, no hints, a repeated unexpected column is unexpected.
 _BUNDLE_HEADER_WORDS = csvfile.HeaderWords(
     no_name="column {column} of the header has no name", duplicate="column {name!r} appears more than once",
-    unexpected="unexpected column {shown}; cases.csv has the columns {want}", hints=False, repeat_unexpected=True,
+    unexpected="unexpected column {shown}; cases.csv has the columns {want}", did_you_mean=False, separator_hint=False, repeat_unexpected=True,
     column_chars=None)
+# An upload's header, checked by csvfile in this kind's words (after the kind's own test that
+# the first row is a header at all): every column required, a few unexpected ones listed.
+_UPLOAD_HEADER_WORDS = csvfile.HeaderWords(
+    no_name="column {column} of the header has no name; the file must have exactly the columns {want}",
+    duplicate="column {shown} appears more than once (columns {first} and {column})",
+    unexpected="unexpected column {shown}{hint}; the file must have exactly the columns {want}",
+    separator_hint=False, want_separator=",", max_unexpected=MAX_LISTED_EXTRA_COLUMNS)
 # A truth cell: empty is "not measured"; any other cell that is not a finite number says how to fix it.
 _NOT_FINITE = "{shown} is not a finite number; leave the cell empty for a value not measured"
 _TRUTH_WORDS = csvfile.NumberWords(empty=None, not_number=_NOT_FINITE, nan=_NOT_FINITE, infinite=_NOT_FINITE)
@@ -353,33 +360,7 @@ class PropertiesKind(Kind):
             else:
                 errs.add(f"row 1 is not the expected header; expected {want}, got {_show(raw, 80)}", 1)
             return False
-        lower = {e.lower(): e for e in expected}
-        seen: dict[str, int] = {}
-        extra = 0
-        for i, name in enumerate(header):
-            if not name:
-                errs.add(f"column {i + 1} of the header has no name; the file must have exactly the columns {want}", 1)
-            elif name in seen:
-                errs.add(
-                    f"column {_show(name)} appears more than once (columns {seen[name]} and {i + 1})", 1, name[:100]
-                )
-            elif name not in expected:
-                extra += 1
-                if extra <= MAX_LISTED_EXTRA_COLUMNS:
-                    near = lower.get(name.lower())
-                    hint = f" (did you mean {near!r}?)" if near else ""
-                    errs.add(
-                        f"unexpected column {_show(name)}{hint}; the file must have exactly the columns {want}",
-                        1,
-                        name[:100],
-                    )
-            if name and name not in seen:
-                seen[name] = i + 1
-        if extra > MAX_LISTED_EXTRA_COLUMNS:
-            errs.add(f"... and {extra - MAX_LISTED_EXTRA_COLUMNS} more unexpected columns", 1)
-        for name in expected:
-            if name not in seen:
-                errs.add(f"missing column {name!r}", 1, name)
+        csvfile.check_header(header, errs, required=expected, words=_UPLOAD_HEADER_WORDS)
         return True
 
     def parse_json_predictions(
