@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 from scoring.errors import ErrorList, RowError, ValidationFailed
 
@@ -137,6 +138,116 @@ class Lines:
         return line
 
 
+class Unreadable(Exception):
+    """A row the csv module cannot read (a quote left open, a cell over its field limit)."""
+
+    def __init__(self, row: int, error: csv.Error):
+        super().__init__(str(error))
+        self.row = row
+        self.error = error
+
+
+class Rows:
+    """The row loop every CSV read shares: each record with its row number, overlong lines set aside.
+
+    Iterating gives ``(row, cells, overlong)``: ``overlong`` is ``(characters, comma count + 1)``
+    for a line over ``limit`` (its ``cells`` are then empty and were never split) and None
+    otherwise. Rows are numbered by the line they start on (``by_record=False``: the header
+    is row 1; for a file with no quoted line breaks, row = line number) or by the record's
+    position (``by_record=True``: a cell with line breaks still counts as one row, as a
+    spreadsheet shows it). ``limit=None`` sets no line limit (a file whose cells hold long
+    text); ``strict`` is the csv module's (a quote inside an unquoted cell is an error).
+    A row that cannot be read raises ``Unreadable`` naming the row it starts on.
+    """
+
+    def __init__(self, text: str, *, limit: int | None, strict: bool = False, by_record: bool = False):
+        self.lines = Lines(text, limit=sys.maxsize if limit is None else limit)
+        self._reader = csv.reader(self.lines, strict=strict)
+        self._by_record = by_record
+        self.records = 0  # records read so far, the header included
+
+    def __iter__(self) -> Iterator[tuple[int, list[str], tuple[int, int] | None]]:
+        return self
+
+    def __next__(self) -> tuple[int, list[str], tuple[int, int] | None]:
+        start = self.records + 1 if self._by_record else self.lines.lineno + 1
+        try:
+            rec = next(self._reader)
+        except csv.Error as exc:
+            raise Unreadable(start, exc) from None
+        self.records += 1
+        overlong = None if self._by_record else self.lines.overlong.get(start)
+        return start, ([] if overlong else rec), overlong
+
+
+@dataclass(frozen=True)
+class HeaderWords:
+    """What a header check says. The defaults are read_table's; a kind keeping its own wording passes
+    its own. Templates see ``shown`` (the name as ``show`` quotes it), ``name``, ``column`` (1-based),
+    ``hint`` and ``want`` (the columns, comma-separated)."""
+
+    no_name: str | None = "column {column} of the header has no name; the columns are {want}"  # None: unexpected
+    duplicate: str = "column {shown} appears more than once"
+    unexpected: str = "unexpected column {shown}{hint}; the columns are {want}"
+    missing: str = "missing column {name!r}"
+    did_you_mean: bool = True  # an unexpected name that is an allowed one in other case
+    separator_hint: bool = True  # a one-column header holding semicolons or tabs
+    want_separator: str = ", "  # between the names in ``want``
+    max_unexpected: int | None = None  # unexpected columns listed one by one; then ``more_unexpected``
+    more_unexpected: str = "... and {count} more unexpected columns"
+    # A duplicated name that is also unexpected is reported both ways (else only as a duplicate).
+    duplicate_and_unexpected: bool = False
+    # A repeated unexpected name is reported as unexpected each time, never as a duplicate.
+    repeat_unexpected: bool = False
+    show: Callable[[str], str] = field(default=lambda value: show(value))
+    column_chars: int | None = 100  # how much of a name ``column`` of a duplicate carries (None: all)
+
+
+HEADER_WORDS = HeaderWords()
+
+
+def check_header(header: Sequence[str], errs: ErrorList, *, required: Sequence[str] = (),
+                 optional: Sequence[str] = (), prefixes: Sequence[str] = (),
+                 words: HeaderWords = HEADER_WORDS) -> tuple[str, ...]:
+    """Add a header's problems to ``errs`` (row 1) and return the required columns it lacks.
+
+    Every ``required`` column once, any ``optional`` one, any column starting with one of
+    ``prefixes``; no unnamed column, no column twice.
+    """
+    allowed = set(required) | set(optional)
+    want = words.want_separator.join(list(required) + list(optional) + [f"{p}*" for p in prefixes])
+    lower = {c.lower(): c for c in [*required, *optional]}
+    seen: dict[str, int] = {}  # name -> the column it first appears in
+    unexpected = 0
+    for i, name in enumerate(header):
+        fmt = {"shown": words.show(name), "name": name, "column": i + 1, "want": want, "hint": "",
+               "first": seen.get(name)}
+        known = name in allowed or (bool(prefixes) and name.startswith(tuple(prefixes)))
+        if not name and words.no_name is not None:
+            errs.add(words.no_name.format(**fmt), row=1)
+            continue
+        if name in seen and (known or not words.repeat_unexpected):
+            column = name if words.column_chars is None else name[:words.column_chars]
+            errs.add(words.duplicate.format(**fmt), row=1, column=column)
+            if words.duplicate_and_unexpected and not known:
+                errs.add(words.unexpected.format(**fmt), row=1, column=name[:100])
+        elif not known:
+            unexpected += 1
+            if words.max_unexpected is None or unexpected <= words.max_unexpected:
+                if words.did_you_mean and name.lower() in lower:
+                    fmt["hint"] = f" (did you mean {lower[name.lower()]!r}?)"
+                if words.separator_hint and len(header) == 1 and (";" in name or "\t" in name):
+                    fmt["hint"] = f" (columns must be separated by commas, not {'semicolons' if ';' in name else 'tabs'})"
+                errs.add(words.unexpected.format(**fmt), row=1, column=name[:100])
+        seen.setdefault(name, i + 1)
+    if words.max_unexpected is not None and unexpected > words.max_unexpected:
+        errs.add(words.more_unexpected.format(count=unexpected - words.max_unexpected), row=1)
+    missing = tuple(name for name in required if name not in seen)
+    for name in missing:
+        errs.add(words.missing.format(name=name), row=1, column=name)
+    return missing
+
+
 @dataclass
 class Table:
     """A CSV file's header (stripped names) and its rows: (spreadsheet row number, cells)."""
@@ -173,31 +284,13 @@ def read_table(data: bytes, *, errs: ErrorList, max_bytes: int, required: Sequen
         errs.add("the first row (the header) is blank", row=1)
         errs.fail()
     header_width = header_line.group().count(",") + 1
-    lines = Lines(text, limit=max(len(header_line.group()), (MAX_CELL_CHARS + 3) * header_width + 64))
-    reader = csv.reader(lines)
+    rows_in = Rows(text, limit=max(len(header_line.group()), (MAX_CELL_CHARS + 3) * header_width + 64))
     try:
-        header = [h.strip() for h in next(reader)]
-    except csv.Error as exc:
+        header = [h.strip() for h in next(rows_in)[1]]
+    except Unreadable as exc:
         errs.add(f"cannot read the header as CSV: {exc}", row=1)
         errs.raise_if_any()
-    allowed = set(required) | set(optional)
-    want = ", ".join(list(required) + list(optional) + [f"{p}*" for p in prefixes])
-    seen: set[str] = set()
-    for i, name in enumerate(header):
-        if not name:
-            errs.add(f"column {i + 1} of the header has no name; the columns are {want}", row=1)
-        elif name in seen:
-            errs.add(f"column {show(name)} appears more than once", row=1, column=name[:100])
-        elif name not in allowed and not name.startswith(tuple(prefixes)):
-            lower = {c.lower(): c for c in allowed}
-            hint = f" (did you mean {lower[name.lower()]!r}?)" if name.lower() in lower else ""
-            if len(header) == 1 and (";" in name or "\t" in name):
-                hint = f" (columns must be separated by commas, not {'semicolons' if ';' in name else 'tabs'})"
-            errs.add(f"unexpected column {show(name)}{hint}; the columns are {want}", row=1, column=name[:100])
-        seen.add(name)
-    missing = tuple(name for name in required if name not in seen)
-    for name in missing:
-        errs.add(f"missing column {name!r}", row=1, column=name)
+    missing = check_header(header, errs, required=required, optional=optional, prefixes=prefixes)
     # ``keep_going``: a header problem does not hide the rows' problems (every one is reported at once),
     # unless the first required column, the key each row is checked by, is missing.
     if not keep_going or (required and required[0] in missing):
@@ -206,19 +299,18 @@ def read_table(data: bytes, *, errs: ErrorList, max_bytes: int, required: Sequen
     rows: list[tuple[int, list[str]]] = []
     width = len(header)
     while True:
-        start = lines.lineno + 1
         try:
-            rec = next(reader)
+            start, rec, overlong = next(rows_in)
         except StopIteration:
             break
-        except csv.Error as exc:
-            errs.add(f"cannot read this row as CSV ({exc}); is a quote left open?", row=start)
+        except Unreadable as exc:
+            errs.add(f"cannot read this row as CSV ({exc}); is a quote left open?", row=exc.row)
             break
         if len(errs.items) >= errs.cap:
             errs.add("checking stopped here after too many problems", row=start)
             break
-        if start in lines.overlong:
-            chars, fields = lines.overlong[start]
+        if overlong:
+            chars, fields = overlong
             errs.add(f"row is {chars:,} characters long with about {fields:,} cells; a row holds {width} short cells",
                      row=start)
             continue
@@ -234,19 +326,37 @@ def read_table(data: bytes, *, errs: ErrorList, max_bytes: int, required: Sequen
     return Table(header, rows, missing)
 
 
-def number(raw: str) -> tuple[float | None, str | None]:
-    """A CSV cell as a finite float: (value, None), or (None, a message). An empty cell is a message too."""
+@dataclass(frozen=True)
+class NumberWords:
+    """What ``number`` says of a cell that is not a finite number. The defaults are csvfile's own; a
+    kind keeping its wording passes its own. Templates see ``shown`` (the stripped cell as ``show``
+    quotes it) and ``chars`` (its length)."""
+
+    empty: str | None = "empty cell; expected a number"  # None: an empty cell is no value and no problem
+    too_long: str = "cell is {chars:,} characters long; expected a number"
+    not_number: str = "{shown} is not a number"
+    nan: str = "NaN is not allowed; expected a number"
+    infinite: str = "{shown} is infinite; expected a finite number"
+
+
+NUMBER_WORDS = NumberWords()
+
+
+def number(raw: str, *, words: NumberWords = NUMBER_WORDS,
+           max_chars: int | None = MAX_CELL_CHARS) -> tuple[float | None, str | None]:
+    """A CSV cell as a finite float: (value, None), or (None, a message). An empty cell is a message too
+    (unless ``words.empty`` is None: then (None, None)); a cell over ``max_chars`` is not parsed."""
     s = raw.strip()
     if not s:
-        return None, "empty cell; expected a number"
-    if len(s) > MAX_CELL_CHARS:
-        return None, f"cell is {len(s):,} characters long; expected a number"
+        return None, words.empty
+    if max_chars is not None and len(s) > max_chars:
+        return None, words.too_long.format(chars=len(s), shown=show(s))
     try:
         v = float(s)
     except ValueError:
-        return None, f"{show(s)} is not a number"
+        return None, words.not_number.format(shown=show(s), chars=len(s))
     if v != v:
-        return None, "NaN is not allowed; expected a number"
+        return None, words.nan.format(shown=show(s), chars=len(s))
     if v in (float("inf"), float("-inf")):
-        return None, f"{show(s)} is infinite; expected a finite number"
+        return None, words.infinite.format(shown=show(s), chars=len(s))
     return v, None

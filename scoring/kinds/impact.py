@@ -35,7 +35,6 @@ caller shows their truth columns only where the case's truth may be seen. Verify
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import re
@@ -147,19 +146,21 @@ def _decode(data: bytes, errors: ErrorList) -> str | None:
 
 
 def _read_csv(text: str, errors: ErrorList) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
-    """Header and (spreadsheet row, record) pairs; None with errors on a malformed file."""
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    """Header and (spreadsheet row, record) pairs; None with errors on a malformed file.
+
+    The row loop is csvfile's (``Rows``): numbered by record, as a spreadsheet shows a press
+    release with line breaks, with no line limit (a release may be long) and the csv module's
+    strict quoting. The whole file is read before the header is checked: an unreadable row is
+    the only problem reported."""
     records: list[tuple[int, list[str]]] = []
-    row = 0
     try:
-        for record in reader:
-            row += 1
+        for row, record, _ in csvfile.Rows(text, limit=None, strict=True, by_record=True):
             records.append((row, record))
-    except csv.Error as exc:
-        msg = str(exc)
+    except csvfile.Unreadable as exc:
+        msg = str(exc.error)
         if "field larger than field limit" in msg:
             msg = f"a cell is longer than {_CSV_FIELD_LIMIT} characters"
-        errors.add(f"cannot read the CSV: {msg}", row=row + 1)
+        errors.add(f"cannot read the CSV: {msg}", row=exc.row)
         return None
     if not records or not any(cell.strip() for cell in records[0][1]):
         errors.add("the file is empty or its first row (the header) is blank", row=1)
@@ -168,29 +169,27 @@ def _read_csv(text: str, errors: ErrorList) -> tuple[list[str], list[tuple[int, 
     return header, records[1:]
 
 
+# The header check is csvfile's, in this kind's words: an unnamed column is just unexpected, a
+# duplicated unexpected column is reported both ways, no "did you mean" hints.
+_HEADER_WORDS = csvfile.HeaderWords(
+    no_name=None, duplicate="column {shown} appears twice",
+    unexpected="unexpected column {shown}; allowed columns are {want}", missing="missing required column {name!r}",
+    did_you_mean=False, separator_hint=False, duplicate_and_unexpected=True, show=lambda value: _show(value), column_chars=None)
+
+
 def _check_header(
     header: list[str], required: Sequence[str], optional: Sequence[str], errors: ErrorList
 ) -> bool:
-    ok = True
-    seen: set[str] = set()
-    allowed = set(required) | set(optional)
-    for name in header:
-        if name in seen:
-            errors.add(f"column {_show(name)} appears twice", row=1, column=name)
-            ok = False
-        seen.add(name)
-        if name not in allowed:
-            errors.add(
-                f"unexpected column {_show(name)}; allowed columns are {', '.join(list(required) + list(optional))}",
-                row=1,
-                column=name[:100],
-            )
-            ok = False
-    for name in required:
-        if name not in seen:
-            errors.add(f"missing required column {name!r}", row=1, column=name)
-            ok = False
-    return ok
+    before = len(errors.items)
+    csvfile.check_header(header, errors, required=required, optional=optional, words=_HEADER_WORDS)
+    return len(errors.items) == before
+
+
+# csvfile's number parser in this kind's words: an empty cell is no value (the column is optional
+# or reported as empty by the caller), a cell over 64 characters is not read.
+_NUMBER_WORDS = csvfile.NumberWords(
+    empty=None, too_long="is not a number", not_number="is not a number",
+    nan="must be a finite number (not NaN or infinity)", infinite="must be a finite number (not NaN or infinity)")
 
 
 def _number(raw: Any, *, from_csv: bool) -> float | str | None:
@@ -198,22 +197,14 @@ def _number(raw: Any, *, from_csv: bool) -> float | str | None:
     if raw is None:
         return None
     if from_csv:
-        s = raw.strip()
-        if s == "":
-            return None
-        if len(s) > 64:
-            return "is not a number"
-        try:
-            f = float(s)
-        except ValueError:
-            return "is not a number"
-    else:
-        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-            return "must be a JSON number"
-        try:
-            f = float(raw)
-        except OverflowError:
-            return "is too large"
+        value, message = csvfile.number(raw, words=_NUMBER_WORDS, max_chars=64)
+        return message if message is not None else value
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        return "must be a JSON number"
+    try:
+        f = float(raw)
+    except OverflowError:
+        return "is too large"
     if not math.isfinite(f):
         return "must be a finite number (not NaN or infinity)"
     return f

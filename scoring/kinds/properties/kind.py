@@ -37,7 +37,6 @@ from scoring.kinds.properties.reading import (
     _decode,
     _json_fold,
     _json_number,
-    _Lines,
     _raise,
     _RowChecker,
     _show,
@@ -49,6 +48,23 @@ from scoring.metrics_properties import (
     top_fraction_k,
     top_fraction_recall,
 )
+
+# cases.csv is read through csvfile (its row loop, header check and number parser) in this
+# kind's words: every column is required, no hints, a repeated unexpected column is unexpected.
+_BUNDLE_HEADER_WORDS = csvfile.HeaderWords(
+    no_name="column {column} of the header has no name", duplicate="column {name!r} appears more than once",
+    unexpected="unexpected column {shown}; cases.csv has the columns {want}", did_you_mean=False, separator_hint=False, repeat_unexpected=True,
+    column_chars=None)
+# An upload's header, checked by csvfile in this kind's words (after the kind's own test that
+# the first row is a header at all): every column required, a few unexpected ones listed.
+_UPLOAD_HEADER_WORDS = csvfile.HeaderWords(
+    no_name="column {column} of the header has no name; the file must have exactly the columns {want}",
+    duplicate="column {shown} appears more than once (columns {first} and {column})",
+    unexpected="unexpected column {shown}{hint}; the file must have exactly the columns {want}",
+    separator_hint=False, want_separator=",", max_unexpected=MAX_LISTED_EXTRA_COLUMNS)
+# A truth cell: empty is "not measured"; any other cell that is not a finite number says how to fix it.
+_NOT_FINITE = "{shown} is not a finite number; leave the cell empty for a value not measured"
+_TRUTH_WORDS = csvfile.NumberWords(empty=None, not_number=_NOT_FINITE, nan=_NOT_FINITE, infinite=_NOT_FINITE)
 
 # ---------------------------------------------------------------------------
 # the kind
@@ -140,45 +156,29 @@ class PropertiesKind(Kind):
         text = _decode(files[CASES_FILE], errs)
         if text is None:
             _raise(errs)
-        rows = csv.reader(io.StringIO(text, newline=""))
+        rows = csvfile.Rows(text, limit=None)  # no line limit: input cells may be long sequences
         try:
-            header = [h.strip() for h in next(rows, [])]
-        except csv.Error as exc:
+            header = [h.strip() for h in next(rows, (1, [], None))[1]]
+        except csvfile.Unreadable as exc:
             raise ValidationFailed([RowError(f"cannot read the CSV header: {exc}", 1, file=CASES_FILE)]) from None
         if not any(header):
             raise ValidationFailed([RowError("the file is empty; expected a header row", file=CASES_FILE)])
         expected = [ID, FOLD, SPLIT, *inputs, *props]
-        pos: dict[str, int] = {}
-        for i, name in enumerate(header):
-            if not name:
-                errs.add(f"column {i + 1} of the header has no name", 1)
-            elif name in pos:
-                errs.add(f"column {name!r} appears more than once", 1, name)
-            elif name not in expected:
-                errs.add(
-                    f"unexpected column {_show(name)}; cases.csv has the columns {', '.join(expected)}",
-                    1,
-                    name[:100],
-                )
-            else:
-                pos[name] = i
-        for name in expected:
-            if name not in pos:
-                errs.add(f"missing column {name!r}", 1, name)
+        csvfile.check_header(header, errs, required=expected, words=_BUNDLE_HEADER_WORDS)
         if errs:
             _raise(errs)
+        pos = {name: i for i, name in reversed(list(enumerate(header)))}
 
         cases: list[Case] = []
         truth: dict[str, dict[str, float | None]] = {}
         first_row = BUNDLE_ID.first_rows()
         while True:
-            row = rows.line_num + 1
             try:
-                rec = next(rows)
+                row, rec, _ = next(rows)
             except StopIteration:
                 break
-            except csv.Error as exc:
-                errs.add(f"cannot read the CSV: {exc}", row)
+            except csvfile.Unreadable as exc:
+                errs.add(f"cannot read the CSV: {exc}", exc.row)
                 break
             if not any(c.strip() for c in rec):
                 continue  # blank lines are harmless in an organiser's file
@@ -206,23 +206,12 @@ class PropertiesKind(Kind):
                 public[name] = raw
             values: dict[str, float | None] = {}
             for prop in props:
-                raw = rec[pos[prop]].strip()
-                if not raw:
-                    values[prop] = None  # not measured
-                    continue
-                try:
-                    v = float(raw)
-                except ValueError:
-                    v = math.nan
-                if not math.isfinite(v):
-                    errs.add(
-                        f"{_show(raw)} is not a finite number; leave the cell empty for a value not measured",
-                        row,
-                        prop,
-                    )
+                v, message = csvfile.number(rec[pos[prop]], words=_TRUTH_WORDS, max_chars=None)
+                if message:
+                    errs.add(message, row, prop)
                     ok = False
                 else:
-                    values[prop] = v
+                    values[prop] = v  # None: not measured
             if ok:
                 cases.append(Case(sid, split, public))
                 truth[sid] = values
@@ -264,19 +253,18 @@ class PropertiesKind(Kind):
 
         # A valid row has len(expected) cells of at most MAX_CELL_CHARS each.
         line_limit = (MAX_CELL_CHARS + 3) * len(expected) + 64
-        lines = _Lines(text, line_limit)
-        reader = csv.reader(lines)
+        rows = csvfile.Rows(text, limit=line_limit)
         checker = _RowChecker(cases, props, errs)
 
         # -- header ----------------------------------------------------------
         try:
-            header_rec = next(reader)
-        except csv.Error as exc:
+            _, header_rec, overlong = next(rows)
+        except csvfile.Unreadable as exc:
             errs.add(f"cannot read the header as CSV: {exc}", 1)
             _raise(errs)
         want = ",".join(expected)
-        if 1 in lines.overlong:
-            chars, fields = lines.overlong[1]
+        if overlong:
+            chars, fields = overlong
             errs.add(
                 f"the header is {chars:,} characters long with about {fields:,} columns; "
                 f"expected {len(expected)} columns: {want}",
@@ -295,19 +283,18 @@ class PropertiesKind(Kind):
         stopped_at = None
         ncols = len(header)
         while True:
-            start = lines.lineno + 1
             try:
-                rec = next(reader)
+                start, rec, overlong = next(rows)
             except StopIteration:
                 break
-            except csv.Error as exc:
-                errs.add(f"cannot read this row as CSV ({exc}); is a quote left open?", start)
-                _raise(errs, [RowError(f"checking stopped at row {start:,}: the rows after it were not read")])
+            except csvfile.Unreadable as exc:
+                errs.add(f"cannot read this row as CSV ({exc}); is a quote left open?", exc.row)
+                _raise(errs, [RowError(f"checking stopped at row {exc.row:,}: the rows after it were not read")])
             if checker.full():
                 stopped_at = start
                 break
-            if start in lines.overlong:
-                chars, fields = lines.overlong[start]
+            if overlong:
+                chars, fields = overlong
                 errs.add(
                     f"row is {chars:,} characters long with about {fields:,} fields; "
                     f"a row holds {len(expected)} short cells ({want})",
@@ -373,33 +360,7 @@ class PropertiesKind(Kind):
             else:
                 errs.add(f"row 1 is not the expected header; expected {want}, got {_show(raw, 80)}", 1)
             return False
-        lower = {e.lower(): e for e in expected}
-        seen: dict[str, int] = {}
-        extra = 0
-        for i, name in enumerate(header):
-            if not name:
-                errs.add(f"column {i + 1} of the header has no name; the file must have exactly the columns {want}", 1)
-            elif name in seen:
-                errs.add(
-                    f"column {_show(name)} appears more than once (columns {seen[name]} and {i + 1})", 1, name[:100]
-                )
-            elif name not in expected:
-                extra += 1
-                if extra <= MAX_LISTED_EXTRA_COLUMNS:
-                    near = lower.get(name.lower())
-                    hint = f" (did you mean {near!r}?)" if near else ""
-                    errs.add(
-                        f"unexpected column {_show(name)}{hint}; the file must have exactly the columns {want}",
-                        1,
-                        name[:100],
-                    )
-            if name and name not in seen:
-                seen[name] = i + 1
-        if extra > MAX_LISTED_EXTRA_COLUMNS:
-            errs.add(f"... and {extra - MAX_LISTED_EXTRA_COLUMNS} more unexpected columns", 1)
-        for name in expected:
-            if name not in seen:
-                errs.add(f"missing column {name!r}", 1, name)
+        csvfile.check_header(header, errs, required=expected, words=_UPLOAD_HEADER_WORDS)
         return True
 
     def parse_json_predictions(

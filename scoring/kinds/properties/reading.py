@@ -57,25 +57,19 @@ class PropertiesSubmission:
 # Reading uploads is the same for every kind (scoring/csvfile.py): encodings, BOM,
 # NUL bytes, Excel and zip detection, overlong lines.
 _decode = csvfile.decode
-_Lines = csvfile.Lines
 _show = csvfile.show
 
 
+# csvfile's number parser, in this kind's words for a prediction cell.
+_PREDICTION_WORDS = csvfile.NumberWords(
+    empty="empty cell; every prediction must be a number",
+    nan="NaN is not allowed; every prediction must be a number",
+    infinite="{shown} is infinite; every prediction must be a finite number",
+)
+
+
 def _csv_number(raw: str) -> tuple[float | None, str | None]:
-    s = raw.strip()
-    if not s:
-        return None, "empty cell; every prediction must be a number"
-    if len(s) > MAX_CELL_CHARS:
-        return None, f"cell is {len(s):,} characters long; expected a number"
-    try:
-        v = float(s)
-    except ValueError:
-        return None, f"{_show(s)} is not a number"
-    if math.isnan(v):
-        return None, "NaN is not allowed; every prediction must be a number"
-    if math.isinf(v):
-        return None, f"{_show(s)} is infinite; every prediction must be a finite number"
-    return v, None
+    return csvfile.number(raw, words=_PREDICTION_WORDS, max_chars=MAX_CELL_CHARS)
 
 
 def _csv_fold(raw: str) -> tuple[int | None, str | None]:
