@@ -71,6 +71,7 @@ _INTERVAL_BLOCK = 1000  # submissions bootstrapped together (ids x 1,000 float64
 # mcwnm's interval recomputes every pair in every resample (resamples x submissions^2 x ids
 # multiplications); a larger board gets no interval rather than minutes of scoring.
 MCWNM_INTERVAL_BUDGET = 2 * 10**10
+_MAX_PAIR_TERMS = 4_000_000  # per-id pair products held at once (32 MB)
 FEATURE_PREFIX = "feature_"
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 
@@ -554,14 +555,16 @@ def max_pair_intervals(z: np.ndarray, *, seed: int, n: int = BOARD_RESAMPLES,
     if ids < 2 or live.sum() < 2 or n * m * m * ids > budget:
         return None
     zl = np.where(live, z, 0.0)
+    counts = resample_counts(ids, n, seed)
     stats = np.empty((n, m))
-    at = 0
-    for counts in (resample_counts(ids, n, seed),):
-        for r, c in enumerate(counts):
-            corr = (zl.T * c) @ zl / ids
-            corr[:, ~live] = -np.inf
-            np.fill_diagonal(corr, -np.inf)
-            stats[at + r] = corr.max(axis=1)
+    rows = max(1, _MAX_PAIR_TERMS // (ids * m))
+    for start in range(0, m, rows):  # a block of rows: every pair's per-id products, resampled in one product
+        stop = min(m, start + rows)
+        pairs = (zl[:, start:stop, None] * zl[:, None, :]).reshape(ids, -1)
+        corr = (counts @ pairs).reshape(n, stop - start, m) / ids
+        corr[:, :, ~live] = -np.inf
+        corr[:, np.arange(stop - start), np.arange(start, stop)] = -np.inf  # not with itself
+        stats[:, start:stop] = corr.max(axis=2)
     stats[:, ~live] = np.nan
     alpha = (1 - confidence) / 2
     low, high = np.full(m, np.nan), np.full(m, np.nan)
