@@ -249,11 +249,13 @@ class SignalsKind(RoundKind):
         if inputs.values is None or not len(inputs.keys):
             return None
         values = inputs.values[:, :, 0]
-        if rank_by in ("mcwnm", "apcwnm"):
-            z = _standard(gaussian_table(values.shape[1])[rank_codes(values)[0]].T)
-            if rank_by == "mcwnm":
-                return max_pair_intervals(z, seed=seed)
-            return _block_intervals(len(inputs.keys), z.shape[0], seed, _apcwnm_shares(z))
+        if rank_by == "mcwnm":
+            m, ids = values.shape
+            if BOARD_RESAMPLES * m * m * ids > MCWNM_INTERVAL_BUDGET:
+                return None
+            return max_pair_intervals(_standard_ranks(values, 0, m), seed=seed)
+        if rank_by == "apcwnm":
+            return _block_intervals(len(inputs.keys), values.shape[1], seed, _apcwnm_shares(values))
         shares = self._interval_shares(rank_by, inputs, values)
         if shares is None:
             return None
@@ -528,16 +530,27 @@ def _feature_neutral_shares(values: np.ndarray, features: np.ndarray,
     return count, shares
 
 
-def _apcwnm_shares(z: np.ndarray) -> Callable[[int, int], np.ndarray]:
-    """Per-id terms of APCWNM from the standardised gaussianized ranks ``z`` (ids x submissions):
+def _standard_ranks(values: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The standardised gaussianized ranks of submissions [start, stop) (ids x block; NaN: constant)."""
+    return _standard(gaussian_table(values.shape[1])[rank_codes(values[start:stop])[0]].T)
+
+
+def _apcwnm_shares(values: np.ndarray) -> Callable[[int, int], np.ndarray]:
+    """Per-id terms of APCWNM from the standardised gaussianized ranks ``z`` of the submissions:
     each pair's correlation is the mean of ``z_i * z_j``, so the mean over the other (non-constant)
-    submissions j is the mean of ``z_i * (sum of z_j) / (their number)``."""
-    live = np.isfinite(z).all(axis=0)
-    total = np.where(live, z, 0.0).sum(axis=1)
-    others = int(live.sum()) - 1
+    submissions j is the mean of ``z_i * (sum of z_j) / (their number)``. The sum is taken block by
+    block first, so no more than a block of ``z`` is held at once."""
+    m, ids = values.shape
+    total, live = np.zeros(ids), 0
+    for start in range(0, m, _INTERVAL_BLOCK):
+        z = _standard_ranks(values, start, min(m, start + _INTERVAL_BLOCK))
+        ok = np.isfinite(z).all(axis=0)
+        total += z[:, ok].sum(axis=1)
+        live += int(ok.sum())
+    others = live - 1
 
     def shares(start: int, stop: int) -> np.ndarray:
-        zb = z[:, start:stop]
+        zb = _standard_ranks(values, start, stop)
         with np.errstate(invalid="ignore", divide="ignore"):
             return zb * (total[:, None] - zb) / (others if others > 0 else np.nan)
     return shares
