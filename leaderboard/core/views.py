@@ -188,7 +188,8 @@ def benchmark_detail(request, slug):
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),
         "round": round_,
-        "closed_message": submissions_refusal(b, round_),  # static kinds: the leaderboard round is the one
+        "closed_message": (closed := submissions_refusal(b, round_)),  # static kinds: the leaderboard round
+        "late_open": closed is not None and late_round(b) is not None,  # past the deadline, still scored
         "has_training": has_training,
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
         "resets_at": next_reset(),

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -164,6 +165,35 @@ def write_bundle(directory: Path) -> Path:
     rows = ([r["antibody_name"], r[FOLD_COLUMN], SPLIT_OF_FOLD[int(r[FOLD_COLUMN])],
              *(r[INPUT_SOURCE[c]] for c in INPUTS), *(r[p] for p in NAMES)] for r in antibodies())
     return write_bundle_files(directory, meta, ["sequence_id", "fold", "split", *INPUTS, *NAMES], rows)
+
+
+# The same benchmark as a competition that has ended but still scores uploads (late_submissions):
+# three baselines were in on time; an upload after the deadline is scored, marked late, never ranked.
+LATE_SLUG = "antibody-developability-late"
+LATE_CLOSED_AT = "2025-06-30T23:59:59Z"  # fixed and past, so the bundle is byte-identical between runs
+LATE_ON_TIME = ("moe_baseline", "onehot_ridge", "random_predictor")
+LATE_UPLOAD = "esm2_ridge"  # bob's upload after the deadline
+LATE_DESCRIPTION = (
+    "The antibody developability benchmark as a competition that has **ended**: its deadline "
+    f"({LATE_CLOSED_AT[:10]}) has passed, and it still takes **late submissions**. A late upload is "
+    "scored like any other, so you see how it would have done, but it is marked *late* and never "
+    "ranked: the board holds the entries that were in on time.\n\n" + DESCRIPTION)
+
+
+def write_late_bundle(directory: Path, *, closed: bool = True) -> Path:
+    """The closed copy (``LATE_SLUG``) with ``"late_submissions": true``. ``closed=False`` leaves the
+    deadline out (the round keeps the one it has), so the on-time uploads can go in first."""
+    write_bundle(directory)
+    meta_file = Path(directory) / "benchmark.json"
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    meta.update({"slug": LATE_SLUG, "title": "Antibody developability (GDPa1), ended: late submissions",
+                 "description": LATE_DESCRIPTION, "config": {**CONFIG, "late_submissions": True}})
+    if closed:
+        meta["closes_at"] = LATE_CLOSED_AT
+    else:
+        del meta["closes_at"]
+    meta_file.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return Path(directory)
 
 
 def _csv(ids: list[str], folds: list[str], columns: dict[str, list[str]]) -> bytes:

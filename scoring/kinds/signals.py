@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,19 +52,26 @@ from scoring.kinds.base import (
     standings_min_rounds_note,
     windowed_mean_standings,
 )
-from scoring.metrics_uncertainty import contribution_intervals, resample_counts
+from scoring.metrics_uncertainty import BOARD_CONFIDENCE, BOARD_RESAMPLES, contribution_intervals, resample_counts
 from scoring.rounds import (
     SIGNALS_METRICS,
     RoundMatrix,
+    gaussian_table,
+    neutralize_block,
     percentile_ranks,
     power_table,
     rank_codes,
     score_signals_round,
     signed_power,
+    stake_weighted_mean,
 )
 
 ID, PREDICTION, TARGET = "id", "prediction", "target"
 _INTERVAL_BLOCK = 1000  # submissions bootstrapped together (ids x 1,000 float64 per block)
+# mcwnm's interval recomputes every pair in every resample (resamples x submissions^2 x ids
+# multiplications); a larger board gets no interval rather than minutes of scoring.
+MCWNM_INTERVAL_BUDGET = 2 * 10**10
+_MAX_PAIR_TERMS = 4_000_000  # per-id pair products held at once (32 MB)
 FEATURE_PREFIX = "feature_"
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 
@@ -224,33 +231,85 @@ class SignalsKind(RoundKind):
     # -- scoring ------------------------------------------------------------------
     def round_intervals(self, inputs: RoundInputs, config: Mapping[str, Any], *,
                         seed: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """Ranked by ``corr``: each id's share of the Pearson correlation of pow1.5(gaussianized
-        average ranks) with pow1.5(centred target), i.e. the product of the two standardised
-        sides, bootstrapped over the ids with a known target, a block of submissions at a time."""
-        if self.validate_config(config)["rank_by"] != "corr" or inputs.truth is None or not len(inputs.keys):
+        """95% intervals of the ranking metric, bootstrapped over the round's ids (one draw for
+        every submission), a block of submissions at a time.
+
+        Every metric but ``mcwnm`` is a mean of per-id terms, which are resampled
+        (``contribution_intervals``): ``corr``/``corr_<t>``/``fnc``/``cwmm``: the product of the
+        two standardised sides of the Pearson correlation (for ``fnc``, the predictions' ranks
+        neutralized to the features and ranked again; for ``cwmm``, the meta model as the other
+        side); ``mmc``/``bmc``: the centred target times the predictions' gaussianized ranks
+        orthogonalized to the meta model's; ``apcwnm``: the standardised ranks times the mean of
+        the other submissions' (a mean of correlations is the mean of those products).
+        ``mcwnm``, a maximum, is recomputed in each resample: every pair's correlation as the
+        resampled mean of its per-id products, then each row's largest
+        (``max_pair_intervals``; up to ``MCWNM_INTERVAL_BUDGET`` multiplications)."""
+        cfg = self.validate_config(config)
+        rank_by = cfg["rank_by"]
+        if inputs.values is None or not len(inputs.keys):
             return None
-        target = inputs.truth.column(TARGET)
+        values = inputs.values[:, :, 0]
+        if rank_by == "mcwnm":
+            m, ids = values.shape
+            if BOARD_RESAMPLES * m * m * ids > MCWNM_INTERVAL_BUDGET:
+                return None
+            return max_pair_intervals(_standard_ranks(values, 0, m), seed=seed)
+        if rank_by == "apcwnm":
+            return _block_intervals(len(inputs.keys), values.shape[1], seed, _apcwnm_shares(values))
+        shares = self._interval_shares(rank_by, inputs, values)
+        if shares is None:
+            return None
+        count, block_shares = shares
+        return _block_intervals(len(inputs.keys), count, seed, block_shares)
+
+    def _interval_shares(self, rank_by: str, inputs: RoundInputs,
+                         values: np.ndarray) -> tuple[int, Callable[[int, int], np.ndarray]] | None:
+        """The ids resampled and, for submissions [start, stop), their per-id terms (ids x block)."""
+        truth = inputs.truth
+        if rank_by in ("mmc", "bmc", "cwmm"):
+            mm = self._meta_model(inputs, values, benchmark=rank_by == "bmc")
+            if mm is None:
+                return None
+            if rank_by == "cwmm":
+                return _pearson_shares(values, np.isfinite(mm), mm - np.nanmean(mm))
+            if truth is None:
+                return None
+            return _contribution_shares(values, mm, truth.column(TARGET))
+        if truth is None:
+            return None
+        column = TARGET if rank_by in ("corr", "fnc") else rank_by[len("corr_"):]
+        if column not in truth.columns:
+            return None
+        target = truth.column(column)
+        if rank_by == "fnc":
+            features = [v for k, v in inputs.universe.columns.items() if k.startswith(FEATURE_PREFIX)]
+            if not features:
+                return None
+            return _feature_neutral_shares(values, np.column_stack(features), target)
         known = np.isfinite(target)
-        if known.sum() < 2:
-            return None
-        t = signed_power(target[known] - target[known].mean(), 1.5)
-        if t.std() == 0:
-            return None
-        zt = (t - t.mean()) / t.std()
-        m, count = len(inputs.keys), int(known.sum())
-        counts = resample_counts(count, seed=seed)  # one draw for every block: the same cases for all
-        low, high = np.full(m, np.nan), np.full(m, np.nan)
-        for start in range(0, m, _INTERVAL_BLOCK):
-            stop = min(m, start + _INTERVAL_BLOCK)
-            codes, _counts, _constant = rank_codes(inputs.values[start:stop, :, 0][:, known])
-            p = power_table(count)[codes].T  # ids x submissions: pow1.5 of the gaussianized average ranks
-            sd = p.std(axis=0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                zp = np.where(sd > 0, (p - p.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
-            lo, hi = contribution_intervals(zp * zt[:, None], counts=counts)
-            lo[sd == 0], hi[sd == 0] = np.nan, np.nan  # a constant submission has no correlation
-            low[start:stop], high[start:stop] = lo, hi
-        return low, high
+        return _pearson_shares(values, known, signed_power(target - target[known].mean(), 1.5))
+
+    @staticmethod
+    def _meta_weights(inputs: RoundInputs) -> tuple[np.ndarray, str | None]:
+        """The stake of each submission in the meta model (equal stakes when none are usable)."""
+        stakes, n = inputs.stakes, len(inputs.keys)
+        if stakes is None or not np.isfinite(stakes).all() or stakes.sum() <= 0:
+            return np.ones(n), ("No stakes were loaded for this round: the meta model weighs every counted "
+                                "submission equally." if stakes is None else
+                                "The stakes of this round's submissions sum to zero: the meta model weighs every "
+                                "counted submission equally.")
+        return np.asarray(stakes, dtype=np.float64), None
+
+    def _meta_model(self, inputs: RoundInputs, values: np.ndarray, *, benchmark: bool) -> np.ndarray | None:
+        weights, _note = self._meta_weights(inputs)
+        names = pd.Index([str(k) for k in inputs.keys])
+        if benchmark:
+            bm = np.asarray(inputs.benchmark_models, dtype=bool)
+            if not bm.any():
+                return None
+            weights, names = (weights[bm] if weights[bm].sum() > 0 else np.ones(int(bm.sum()))), names[bm]
+        matrix = RoundMatrix(values, pd.Index(inputs.universe.ids), pd.Index([str(k) for k in inputs.keys]))
+        return stake_weighted_mean(matrix, pd.Series(weights, index=names)).to_numpy()
 
     def score_round_version(self, inputs: RoundInputs, config: Mapping[str, Any]) -> RoundOutcome:
         notes: list[str] = []
@@ -266,15 +325,9 @@ class SignalsKind(RoundKind):
         assert truth is not None, "a truth version is scored with its truth"
         target = pd.Series(truth.column(TARGET), index=ids).dropna()
 
-        stakes = inputs.stakes
-        if stakes is None or not np.isfinite(stakes).all() or stakes.sum() <= 0:
-            notes.append("No stakes were loaded for this round: the meta model weighs every counted "
-                         "submission equally." if stakes is None else
-                         "The stakes of this round's submissions sum to zero: the meta model weighs every "
-                         "counted submission equally.")
-            weights = np.ones(n)
-        else:
-            weights = np.asarray(stakes, dtype=np.float64)
+        weights, note = self._meta_weights(inputs)
+        if note:
+            notes.append(note)
         stake_series = pd.Series(weights, index=names)
 
         wanted = ["corr", "mmc", "cwmm", "mcwnm", "apcwnm"]
@@ -382,3 +435,152 @@ class SignalsKind(RoundKind):
         cfg = self.validate_config(config)
         return windowed_mean_standings(results, window=cfg["standings_window"], rank_by=cfg["rank_by"])
 
+
+
+# -- the per-id terms the intervals resample -------------------------------------------------
+def _standard(block: np.ndarray) -> np.ndarray:
+    """Each column centred and divided by its (population) standard deviation; NaN where constant."""
+    sd = block.std(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(sd > 0, (block - block.mean(axis=0)) / np.where(sd > 0, sd, 1.0), np.nan)
+
+
+def _block_intervals(m: int, count: int, seed: int,
+                     block_shares: Callable[[int, int], np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``contribution_intervals`` of every submission, ``_INTERVAL_BLOCK`` at a time with one draw
+    over ``count`` ids; a submission with an undefined term (NaN) gets no interval."""
+    if count < 2:
+        return None
+    counts = resample_counts(count, seed=seed)  # one draw for every block: the same ids for all
+    low, high = np.full(m, np.nan), np.full(m, np.nan)
+    for start in range(0, m, _INTERVAL_BLOCK):
+        stop = min(m, start + _INTERVAL_BLOCK)
+        shares = block_shares(start, stop)
+        undefined = ~np.isfinite(shares).all(axis=0)
+        lo, hi = contribution_intervals(np.where(undefined, 0.0, shares), counts=counts)
+        lo[undefined], hi[undefined] = np.nan, np.nan
+        low[start:stop], high[start:stop] = lo, hi
+    return low, high
+
+
+def _pearson_shares(values: np.ndarray, rows: np.ndarray,
+                    other: np.ndarray) -> tuple[int, Callable[[int, int], np.ndarray]] | None:
+    """Per-id terms of the Pearson correlation of pow1.5(gaussianized ranks over ``rows``) with
+    ``other`` (over the same rows): the product of the two standardised sides."""
+    count = int(rows.sum())
+    if count < 2:
+        return None
+    zt = _standard(other[rows][:, None])[:, 0]
+    if not np.isfinite(zt).all():
+        return None  # a constant target has no correlation
+
+    def shares(start: int, stop: int) -> np.ndarray:
+        p = power_table(count)[rank_codes(values[start:stop][:, rows])[0]].T
+        return _standard(p) * zt[:, None]
+    return count, shares
+
+
+def _contribution_shares(values: np.ndarray, meta_model: np.ndarray,
+                         target: np.ndarray) -> tuple[int, Callable[[int, int], np.ndarray]] | None:
+    """Per-id terms of MMC/BMC (numerai-tools correlation_contribution): the centred target (x4 when
+    it lies in [0, 1]) times the gaussianized ranks orthogonalized to the meta model's."""
+    rows = np.isfinite(meta_model) & np.isfinite(target)
+    count = int(rows.sum())
+    if count < 2:
+        return None
+    m = gaussian_table(count)[rank_codes(meta_model[rows][None, :])[0][0]]
+    t = target[rows]
+    if (t >= 0).all() and (t <= 1).all():
+        t = t * 4
+    tc = t - t.mean()
+    mm = float(m @ m)
+    if mm == 0:
+        return None
+
+    def shares(start: int, stop: int) -> np.ndarray:
+        g = gaussian_table(count)[rank_codes(values[start:stop][:, rows])[0]].T
+        return tc[:, None] * (g - m[:, None] * ((m @ g) / mm))
+    return count, shares
+
+
+def _feature_neutral_shares(values: np.ndarray, features: np.ndarray,
+                            target: np.ndarray) -> tuple[int, Callable[[int, int], np.ndarray]] | None:
+    """Per-id terms of FNC: the gaussianized ranks over the ids with every feature, neutralized to the
+    features, ranked again over those with a target, then numerai corr's standardised products."""
+    with_features = np.isfinite(features).all(axis=1)
+    n_features = int(with_features.sum())
+    scored = np.isfinite(target[with_features])
+    count = int(scored.sum())
+    if count < 2:
+        return None
+    t = signed_power(target[with_features][scored] - target[np.isfinite(target)].mean(), 1.5)
+    zt = _standard(t[:, None])[:, 0]
+    if not np.isfinite(zt).all():
+        return None
+
+    def shares(start: int, stop: int) -> np.ndarray:
+        g = gaussian_table(n_features)[rank_codes(values[start:stop][:, with_features])[0]].T
+        residual = neutralize_block(g, features[with_features])[scored]
+        out = np.full(residual.shape, np.nan)
+        ok = np.isfinite(residual).all(axis=0)
+        if ok.any():
+            p = power_table(count)[rank_codes(residual[:, ok].T)[0]].T
+            out[:, ok] = _standard(p) * zt[:, None]
+        return out
+    return count, shares
+
+
+def _standard_ranks(values: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The standardised gaussianized ranks of submissions [start, stop) (ids x block; NaN: constant)."""
+    return _standard(gaussian_table(values.shape[1])[rank_codes(values[start:stop])[0]].T)
+
+
+def _apcwnm_shares(values: np.ndarray) -> Callable[[int, int], np.ndarray]:
+    """Per-id terms of APCWNM from the standardised gaussianized ranks ``z`` of the submissions:
+    each pair's correlation is the mean of ``z_i * z_j``, so the mean over the other (non-constant)
+    submissions j is the mean of ``z_i * (sum of z_j) / (their number)``. The sum is taken block by
+    block first, so no more than a block of ``z`` is held at once."""
+    m, ids = values.shape
+    total, live = np.zeros(ids), 0
+    for start in range(0, m, _INTERVAL_BLOCK):
+        z = _standard_ranks(values, start, min(m, start + _INTERVAL_BLOCK))
+        ok = np.isfinite(z).all(axis=0)
+        total += z[:, ok].sum(axis=1)
+        live += int(ok.sum())
+    others = live - 1
+
+    def shares(start: int, stop: int) -> np.ndarray:
+        zb = _standard_ranks(values, start, stop)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return zb * (total[:, None] - zb) / (others if others > 0 else np.nan)
+    return shares
+
+
+def max_pair_intervals(z: np.ndarray, *, seed: int, n: int = BOARD_RESAMPLES,
+                       confidence: float = BOARD_CONFIDENCE,
+                       budget: int = MCWNM_INTERVAL_BUDGET) -> tuple[np.ndarray, np.ndarray] | None:
+    """MCWNM's interval: in each resample of the ids, every pair's correlation is the resampled mean
+    of its per-id products ``z_i * z_j`` (``z``: ids x submissions, standardised; NaN columns are
+    constant submissions, which correlate with nothing) and a row's value is its largest, with the
+    same draws for every pair. None above ``budget`` multiplications or with fewer than two rows."""
+    ids, m = z.shape
+    live = np.isfinite(z).all(axis=0)
+    if ids < 2 or live.sum() < 2 or n * m * m * ids > budget:
+        return None
+    zl = np.where(live, z, 0.0)
+    counts = resample_counts(ids, n, seed)
+    stats = np.empty((n, m))
+    rows = max(1, _MAX_PAIR_TERMS // (ids * m))
+    for start in range(0, m, rows):  # a block of rows: every pair's per-id products, resampled in one product
+        stop = min(m, start + rows)
+        pairs = (zl[:, start:stop, None] * zl[:, None, :]).reshape(ids, -1)
+        corr = (counts @ pairs).reshape(n, stop - start, m) / ids
+        corr[:, :, ~live] = -np.inf
+        corr[:, np.arange(stop - start), np.arange(start, stop)] = -np.inf  # not with itself
+        stats[:, start:stop] = corr.max(axis=2)
+    stats[:, ~live] = np.nan
+    alpha = (1 - confidence) / 2
+    low, high = np.full(m, np.nan), np.full(m, np.nan)
+    if live.any():
+        low[live], high[live] = np.quantile(stats[:, live], [alpha, 1 - alpha], axis=0)
+    return low, high

@@ -58,3 +58,15 @@ def test_round_board_and_standings_carry_intervals_and_rank_ranges(tmp_path, use
         assert row.interval == pytest.approx(list(np.quantile(means, [0.025, 0.975])), abs=1e-12)
     api = client.get(f"/api/benchmarks/{bench.slug}/leaderboard/").json()["rows"]
     assert {r["entrant"] for r in api if r["rank_range"]} == {"owner", "member"}
+
+
+def test_round_board_ranked_by_mmc_carries_intervals_and_rank_ranges(tmp_path, users, client):
+    bench = signals_benchmark(tmp_path, slug="sigmmc", config={"rank_by": "mmc"})
+    round_, _tv = _resolve(bench, users, SignalsRound(80, seed=7), 7, {"owner": 1.0, "member": 0.05})
+    rows = list(LeaderboardRow.objects.filter(round=round_))
+    assert len(rows) == 2
+    for r in rows:
+        assert r.interval_low is not None and r.interval_low < r.interval_high
+        assert r.rank_range is not None and 1 <= r.rank_range[0] <= r.rank_range[1] <= 2
+    api = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/leaderboard/").json()["rows"]
+    assert all(r["interval"] and r["rank_range"] for r in api)

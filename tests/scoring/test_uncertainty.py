@@ -201,3 +201,100 @@ def test_ratio_intervals_equal_a_plain_loop_over_rounds():
     for member in range(2):
         ratios = [sum(returns[j, member] for j in picks) / sum(oracle[j] for j in picks) for picks in draws]
         assert (low[member], high[member]) == pytest.approx(tuple(np.quantile(ratios, [0.025, 0.975])), abs=1e-12)
+
+
+# -- signals rounds ranked by another metric ---------------------------------------------
+
+def _signals_board(n: int = 30, m: int = 4):
+    from scoring.kinds.base import RoundInputs, RoundTruth, Universe
+
+    rng = np.random.default_rng(21)
+    target, extra = rng.integers(0, 5, n) / 4, rng.random(n)
+    preds = rng.random((m, n))
+    preds[2] = np.round(preds[2] * 4) / 4  # tied
+    features = rng.random((n, 2))
+    stakes = np.array([1.0, 2.0, 3.0, 1.5])[:m]
+    benchmark = np.array([True, True, False, False])[:m]
+
+    def inputs():
+        return RoundInputs(universe=Universe(tuple(f"i{j}" for j in range(n)),
+                                             {"feature_a": features[:, 0], "feature_b": features[:, 1]}),
+                           keys=list(range(m)), values=preds[:, :, None].copy(), meta=[{}] * m, stakes=stakes,
+                           benchmark_models=benchmark,
+                           truth=RoundTruth(values=np.column_stack([target, extra]), columns=("target", "t60")))
+    return inputs, preds, target, extra, features, stakes, benchmark
+
+
+def _gauss(values):
+    from scipy.special import ndtri
+
+    return ndtri((stats.rankdata(values) - 0.5) / len(values))
+
+
+def _pow(values):
+    return np.sign(values) * np.abs(values) ** 1.5
+
+
+def _z(values):
+    return (values - values.mean()) / values.std()
+
+
+def _terms_by_hand(metric, preds, target, extra, features, stakes, benchmark):
+    """Per-id terms of each submission's metric, worked from the definitions (numerai-tools 0.7.2)."""
+    def meta(weights_of):
+        w = stakes * weights_of
+        return sum(w[s] * _gauss(preds[s]) for s in range(len(preds))) / w.sum()
+
+    out = []
+    for s, p in enumerate(preds):
+        if metric in ("corr_t60", "fnc"):
+            t = extra if metric == "corr_t60" else target
+            x = _gauss(p)
+            if metric == "fnc":  # least squares on the features plus an intercept: the residual, ranked again
+                design = np.column_stack([features, np.ones(len(p))])
+                x = _gauss(x - design @ np.linalg.lstsq(design, x, rcond=None)[0])
+            out.append(_z(_pow(x)) * _z(_pow(t - t.mean())))
+        elif metric in ("mmc", "bmc"):
+            mm = _gauss(meta(benchmark if metric == "bmc" else np.ones(len(preds))))
+            g = _gauss(p)
+            neutral = g - mm * (mm @ g) / (mm @ mm)
+            out.append((target * 4 - (target * 4).mean()) * neutral)
+        elif metric == "cwmm":
+            mm = meta(np.ones(len(preds)))
+            out.append(_z(_pow(_gauss(p))) * _z(mm))
+        elif metric == "apcwnm":
+            others = [_z(_gauss(q)) for j, q in enumerate(preds) if j != s]
+            out.append(_z(_gauss(p)) * sum(others) / len(others))
+    return out
+
+
+@pytest.mark.parametrize("metric", ["corr_t60", "mmc", "bmc", "fnc", "cwmm", "apcwnm"])
+def test_signals_interval_of_another_ranking_metric_equals_a_plain_loop(metric):
+    from scoring.kinds import get_kind
+
+    inputs, preds, target, extra, features, stakes, benchmark = _signals_board()
+    kind = get_kind("signals")
+    config = {"rank_by": metric, "extra_targets": ["t60"]}
+    scores = kind.score_round_version(inputs(), config).metrics
+    low, high = kind.round_intervals(inputs(), config, seed=4)
+    terms = _terms_by_hand(metric, preds, target, extra, features, stakes, benchmark)
+    n = len(target)
+    draws = np.random.default_rng(4).integers(0, n, size=(1000, n))
+    for s, term in enumerate(terms):
+        assert term.mean() == pytest.approx(scores[s][metric], abs=1e-12)  # the terms make the board's score
+        means = [sum(term[j] for j in picks) / n for picks in draws]
+        assert (low[s], high[s]) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])), abs=1e-12)
+
+
+def test_signals_mcwnm_interval_recomputes_the_largest_pair_in_every_resample():
+    from scoring.kinds import get_kind
+
+    inputs, preds, *_ = _signals_board(n=20)
+    low, high = get_kind("signals").round_intervals(inputs(), {"rank_by": "mcwnm"}, seed=6)
+    z = [_z(_gauss(p)) for p in preds]
+    draws = np.random.default_rng(6).integers(0, 20, size=(1000, 20))
+    for s in range(len(preds)):
+        largest = [max(sum(z[s][k] * z[j][k] for k in picks) / 20 for j in range(len(preds)) if j != s)
+                   for picks in draws]
+        assert (low[s], high[s]) == pytest.approx(tuple(np.quantile(largest, [0.025, 0.975])), abs=1e-12)
+    assert low[0] <= max(float(np.mean(z[0] * z[j])) for j in (1, 2, 3)) <= high[0]

@@ -55,7 +55,9 @@ def round_closed_message(round_: Round) -> str:
     benchmark = round_.benchmark
     if round_.is_permanent:
         at = round_.closes_at or round_.status_changed_at
-        out = f"submissions to {benchmark.title} closed at {_utc(at)}; nothing is accepted after the deadline"
+        after = ("late submissions are still scored, marked late and never ranked"
+                 if benchmark.kind_impl.late_submissions(benchmark.config) else "nothing is accepted after the deadline")
+        out = f"submissions to {benchmark.title} closed at {_utc(at)}; {after}"
         if benchmark.private_revealed:
             out += " (the private leaderboard is revealed)"
         return out

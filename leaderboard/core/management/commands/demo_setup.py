@@ -13,9 +13,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from leaderboard.core.models import Entrant, Round, Submission, TruthVersion
+from leaderboard.core.models import Benchmark, Entrant, Round, Submission, TruthVersion
 from leaderboard.core.services.accounts import email_mark_verified
-from leaderboard.core.services.benchmarks import benchmark_load_bundle
+from leaderboard.core.services.benchmarks import benchmark_load_bundle, parse_deadline
 from leaderboard.core.services.entrants import entrant_default, entrant_flag
 from leaderboard.core.services.round_engine import (
     round_close,
@@ -24,9 +24,11 @@ from leaderboard.core.services.round_engine import (
     round_version_score,
     stakes_load,
 )
+from leaderboard.core.services.rounds import round_set_deadline, round_takes_submissions
 from leaderboard.core.services.submissions import submission_score
 from leaderboard.core.services.uploads import submission_create
 from leaderboard.demo import demo_modules
+from leaderboard.demo import properties as properties_demo
 
 DEMO_PASSWORD = "demo-password"
 DEMO_USERS = [
@@ -83,6 +85,9 @@ class Command(BaseCommand):
             self._round_demo(module, root / module.__name__.rpartition(".")[2])
         for module in demo_modules("published_rounds"):
             self._published_rounds_demo(module, root / module.__name__.rpartition(".")[2])
+        benchmark = late_demo_load(root / "late")
+        self.stdout.write(f"  {benchmark.slug}: ended {properties_demo.LATE_CLOSED_AT[:10]}, late uploads scored "
+                          "and marked late")
 
     def _round_demo(self, module, directory) -> None:
         """Resolved rounds (standings), one resolving through daily snapshots, one open round.
@@ -193,3 +198,28 @@ class Command(BaseCommand):
         accepted = submission_create(user=user, benchmark=benchmark, data=data, filename=filename, entrant=entrant)
         # Score now so the leaderboard is filled before the server starts.
         submission_score(submission_id=accepted.submission.pk)
+
+
+def late_demo_load(directory) -> Benchmark:
+    """The ended benchmark with late submissions (``properties_demo.LATE_SLUG``): three baselines in
+    on time, then the deadline (in the past), then bob's upload, scored and marked late. Each step
+    runs only while not done yet, so a second run (or a run after an interrupted one) changes nothing."""
+    User = get_user_model()
+    owner, _ = User.objects.get_or_create(username="baselines")
+    done = Submission.objects.filter(benchmark__slug=properties_demo.LATE_SLUG, late=True).exists()
+    benchmark = benchmark_load_bundle(properties_demo.write_late_bundle(directory, closed=done)).benchmark
+    if done:
+        return benchmark
+    baselines = properties_demo.baseline_submissions(directory)
+    if not Submission.objects.filter(benchmark=benchmark).exists():
+        for label in properties_demo.LATE_ON_TIME:
+            entrant, _ = Entrant.objects.get_or_create(
+                name=label, defaults={"owner": owner,
+                                      "description": f"Published baseline: {properties_demo.BASELINES[label]}"})
+            Command._submit(owner, benchmark, baselines[label], entrant.pk)
+    round_ = Round.objects.get(benchmark=benchmark, number=1)
+    if round_takes_submissions(round_):
+        round_set_deadline(round_=round_, closes_at=parse_deadline(properties_demo.LATE_CLOSED_AT))
+    properties_demo.write_late_bundle(directory, closed=True)  # the bundle says what the round now does
+    Command._submit(User.objects.get(username="bob"), benchmark, baselines[properties_demo.LATE_UPLOAD], None)
+    return benchmark
