@@ -16,6 +16,9 @@ used before read files still being written and its worker died on them
   and beat) all end with its one set of tables and one row per queue, where
   kombu's transport let the later ones fail ("table kombu_queue already
   exists", a unique name taken);
+- the worker polls it from its event loop (``Transport.register_with_event_loop``),
+  so Celery runs the prefork pool it runs on Redis, not its blocking pool whose
+  shared lock a killed pool process could take with it (issue 19);
 - a taken message is deleted in the transaction that takes it (kombu keeps it
   as an invisible row forever). Until the worker acknowledges it, kombu holds
   it in memory and puts it back if the worker stops; if the worker is killed,
@@ -23,6 +26,7 @@ used before read files still being written and its worker died on them
 """
 from __future__ import annotations
 
+import logging
 from json import loads
 from queue import Empty
 
@@ -31,6 +35,8 @@ from kombu.utils.encoding import bytes_to_str
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.pool import NullPool
+
+log = logging.getLogger("leaderboard.broker")
 
 
 class Channel(kombu_sqlalchemy.Channel):
@@ -88,4 +94,41 @@ class Channel(kombu_sqlalchemy.Channel):
 
 
 class Transport(kombu_sqlalchemy.Transport):
+    """Polled from the worker's event loop, so a prefork worker runs the pool it runs on Redis.
+
+    Celery gives a transport that is not ``asynchronous`` its blocking pool, whose
+    processes share one pipe of tasks behind one lock, held by an idle process
+    while it waits for the next task. A process killed while idle (OOM killer,
+    ``kill -9``) took the lock with it: no other process, nor its replacement,
+    could read a task again, and the worker hung for good (issue 19). Polled
+    from the event loop, the worker runs the pool it runs on Redis instead: a
+    pipe of its own for each pool process, no lock between them.
+    """
+
     Channel = Channel
+    implements = kombu_sqlalchemy.Transport.implements.extend(asynchronous=True)
+    # Messages taken per poll at most: the loop then serves the pool processes again.
+    take_per_poll = 100
+    _failing = False  # the last poll failed (logged once per outage)
+
+    def register_with_event_loop(self, connection, loop):
+        loop.call_repeatedly(self.polling_interval, self._take_ready, connection)
+
+    def _take_ready(self, connection) -> None:
+        """Deliver the messages waiting, as many as the consumers' prefetch limit lets them take."""
+        failing, cycle = self._failing, self.cycle
+        if cycle is None:  # the connection is closed
+            return
+        try:
+            for _ in range(self.take_per_poll):
+                cycle.get(self._deliver, timeout=0)
+        except Empty:
+            pass
+        except OperationalError as exc:  # the file locked past busy_timeout, or unreadable: next poll retries
+            if not failing:  # one line per outage, not one per poll
+                log.warning("embedded broker not read (%s): next poll retries", exc)
+            self._failing = True
+            return
+        if failing:
+            log.warning("embedded broker read again")
+        self._failing = False
