@@ -3,7 +3,7 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/leaderboard_bench \
         .venv/bin/python benchmarks/boards.py [--entrants 10000] [--requests 200] [--seconds 10]
 
-Give it a scratch database (created if missing, migrated, a benchmark loaded into
+Give it a scratch database (dropped and created, migrated, a benchmark loaded into
 it). Prints:
 
 * the board API (page 1, and a random page of 100) and the board page (HTML,
@@ -34,17 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-if "postgres" not in os.environ.get("DATABASE_URL", ""):
-    sys.exit("set DATABASE_URL to a scratch PostgreSQL database (it is created if missing)")
-import psycopg
+from benchmarks.scratch import scratch_site
 
-_base, _name = os.environ["DATABASE_URL"].rsplit("/", 1)
-with psycopg.connect(f"{_base}/postgres", autocommit=True) as _conn:
-    if _conn.execute("select 1 from pg_database where datname = %s", (_name,)).fetchone():
-        _conn.execute(f'drop database "{_name}"')
-    _conn.execute(f'create database "{_name}"')
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
-os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="boards-bench-"))
+scratch_site("boards-bench-")
 os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
 
 import django

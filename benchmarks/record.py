@@ -26,17 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-if "postgres" not in os.environ.get("DATABASE_URL", ""):
-    sys.exit("set DATABASE_URL to a scratch PostgreSQL database (it is dropped and created)")
-import psycopg
+from benchmarks.scratch import scratch_site
 
-_base, _name = os.environ["DATABASE_URL"].rsplit("/", 1)
-with psycopg.connect(f"{_base}/postgres", autocommit=True) as _conn:
-    if _conn.execute("select 1 from pg_database where datname = %s", (_name,)).fetchone():
-        _conn.execute(f'drop database "{_name}"')
-    _conn.execute(f'create database "{_name}"')
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
-os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="record-bench-"))
+scratch_site("record-bench-")
 
 import django
 

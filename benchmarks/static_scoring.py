@@ -41,6 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.scratch import recreate_database
 
 
 def scratch() -> str:
@@ -48,13 +49,7 @@ def scratch() -> str:
     os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="static-bench-"))
     if "postgres" not in url:
         return "SQLite + file broker"
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        if conn.execute("select 1 from pg_database where datname = %s", (name,)).fetchone():
-            conn.execute(f'drop database "{name}"')
-        conn.execute(f'create database "{name}"')
+    recreate_database(url)
     return "PostgreSQL + Redis" if os.environ.get("REDIS_URL") else "PostgreSQL + file broker"
 
 

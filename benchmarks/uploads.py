@@ -31,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.scratch import recreate_database
+
 N_IDS = 5000
 CLIENTS = 6
 
@@ -43,12 +45,7 @@ def _scratch() -> str:
     os.environ["THROTTLE_USER"] = "100000/min"
     if "postgres" not in url:
         return "SQLite + file cache"
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'drop database if exists "{name}"')
-        conn.execute(f'create database "{name}"')
+    recreate_database(url)
     return "PostgreSQL" + (" + Redis cache" if os.environ.get("REDIS_URL") else "")
 
 
