@@ -163,12 +163,22 @@ def _local_put(key: str, entry: tuple) -> None:
             _local.popitem(last=False)
 
 
-def public_read(slug: str, parts: tuple) -> Any:
+def public_read_keys(slug: str) -> tuple[str, ...]:
+    """The cache keys ``public_read(slug, ...)`` reads first (the benchmark's generation), for a caller
+    that reads them in a round trip it makes anyway (the throttle's) and passes them as ``prefetched``."""
+    benchmark_id = _benchmark_ids.get(slug)
+    if benchmark_id is None or settings.BOARD_CACHE_SECONDS <= 0:
+        return ()
+    return (_generation_key(benchmark_id),)
+
+
+def public_read(slug: str, parts: tuple, prefetched: dict[str, Any] | None = None) -> Any:
     """What was stored for ``parts`` of the benchmark ``slug`` for anyone to see, if still current; else None.
 
     One cache round trip and no database query: for a slug this process has not seen stored yet,
     None (the caller builds the answer, which stores it). An entry this process served before is
-    kept in its memory (``_local``): then only the generation is read.
+    kept in its memory (``_local``): then only the generation is read, or none at all when
+    ``prefetched`` holds it (``public_read_keys``, read by this request's throttle).
     """
     benchmark_id = _benchmark_ids.get(slug)
     if benchmark_id is None or settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
@@ -176,8 +186,11 @@ def public_read(slug: str, parts: tuple) -> Any:
     generation_key = _generation_key(benchmark_id)
     key = _read_key(benchmark_id, parts)
     local = _local_get(key)
-    if local is not None and local[2] == slug and time.time() < local[3] and cache.get(generation_key) == local[0]:
-        return local[1]
+    if local is not None and local[2] == slug and time.time() < local[3]:
+        current = (prefetched[generation_key] if prefetched is not None and generation_key in prefetched
+                   else cache.get(generation_key))
+        if current == local[0]:
+            return local[1]
     found = cache.get_many([generation_key, key])
     stored = found.get(key)
     generation = found.get(generation_key)

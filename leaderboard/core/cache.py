@@ -6,6 +6,10 @@ memory instead, and for ``RETRY_AFTER_SECONDS`` the process does not try Redis
 again, so a dead server costs one failed attempt, not one per request. A log
 line says when the fallback starts and when Redis is back. Throttle counts are
 then per process rather than shared: limits hold, a little looser.
+
+``throttle_hit``: a rate throttle's whole decision in one round trip (a Lua script, atomic in
+Redis), with any other keys the request needs read in the same trip (issue 26: the board API's
+answer then costs one Redis call instead of three).
 """
 from __future__ import annotations
 
@@ -31,6 +35,44 @@ _down_logged: set[str] = set()
 
 def _redis_errors() -> tuple[type[BaseException], ...]:
     return (redis.exceptions.RedisError, OSError)
+
+
+# A throttle's history as a Redis list of request times, newest first, the rule of DRF's
+# SimpleRateThrottle: drop the times at or before now - duration; refuse if as many as the limit
+# are left; else record now and keep the list for duration seconds. Replies: allowed (0/1), the
+# count after the decision, the oldest time left (a string: Lua would truncate a number), then
+# the value of each further key (KEYS[2:]).
+_THROTTLE_SCRIPT = """
+local key = KEYS[1]
+local now, duration, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+while true do
+  local last = redis.call('LINDEX', key, -1)
+  if not last or tonumber(last) > now - duration then break end
+  redis.call('RPOP', key)
+end
+local count = redis.call('LLEN', key)
+local allowed = 0
+if count < limit then
+  redis.call('LPUSH', key, ARGV[1])
+  redis.call('EXPIRE', key, math.ceil(duration))
+  count = count + 1
+  allowed = 1
+end
+local reply = {allowed, count, redis.call('LINDEX', key, -1) or false}
+for i = 2, #KEYS do reply[#reply + 1] = redis.call('GET', KEYS[i]) end
+return reply
+"""
+_script: list[redis.commands.core.Script] = []  # made once per process (its SHA is loaded on first use)
+
+
+class ThrottleHit:
+    """``throttle_hit``'s answer: allowed, the requests counted in the window after it, the oldest
+    one's time (None when none), and the value of each key asked for (None: not in the cache)."""
+
+    __slots__ = ("allowed", "count", "oldest", "values")
+
+    def __init__(self, allowed: bool, count: int, oldest: float | None, values: dict[str, object]) -> None:
+        self.allowed, self.count, self.oldest, self.values = allowed, count, oldest, values
 
 
 class ReusingRedisCacheClient(RedisCacheClient):
@@ -77,6 +119,28 @@ class ResilientRedisCache(RedisCache):
                 _down_logged.add(self._location)
                 log.warning("Redis cache unreachable (%s: %s); this process answers from its own memory "
                             "and tries Redis again every %.0f s", type(exc).__name__, exc, RETRY_AFTER_SECONDS)
+
+    def throttle_hit(self, key: str, *, now: float, duration: int, limit: int,
+                     read: tuple[str, ...] = ()) -> ThrottleHit | None:
+        """Record a request against ``key``'s history (at most ``limit`` in ``duration`` seconds) and
+        read the keys ``read``, in one atomic round trip. None while Redis cannot be reached: the
+        caller decides from the process's memory as before (``_fallback``)."""
+        if self._is_down():
+            return None
+        client = self._cache.get_client(key, write=True)
+        if not _script:
+            _script.append(client.register_script(_THROTTLE_SCRIPT))
+        script = _script[0]  # called with this thread's client: EVALSHA, loading the script if Redis lacks it
+        keys = [self.make_key(key), *(self.make_key(k) for k in read)]  # our own keys: no memcached-style check
+        try:
+            allowed, count, oldest, *values = script(keys=keys, args=[repr(now), duration, limit], client=client)
+        except self._errors as exc:
+            self._failed(exc)
+            return None
+        self._worked()
+        loads = self._cache._serializer.loads  # type: ignore[attr-defined]  # Django's own, not in its stubs
+        return ThrottleHit(bool(allowed), int(count), float(oldest) if oldest is not None else None,
+                           {k: None if v is None else loads(v) for k, v in zip(read, values, strict=True)})
 
     def _worked(self) -> None:
         if self._location in _down_logged:

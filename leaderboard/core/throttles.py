@@ -3,6 +3,10 @@
 All key on the client address DRF's ``get_ident`` returns, which reads
 X-Forwarded-For only behind ``TRUSTED_PROXY_COUNT`` proxies of ours
 (settings ``NUM_PROXIES``), so a client cannot pick a new address per request.
+
+On Redis every throttle here decides in one round trip (``AtomicRateThrottle``), and a view may
+name cache keys to read in the same trip (``throttle_reads``): the board API reads its board's
+generation that way, so a cached answer costs one Redis call.
 """
 import math
 
@@ -16,6 +20,49 @@ def ratelimit_note(request, *, limit: int, remaining: int, reset_seconds: int) -
     previous = getattr(http_request, "ratelimit", None)
     if previous is None or remaining < previous[1]:
         http_request.ratelimit = (limit, remaining, reset_seconds)
+
+
+class AtomicRateThrottle(SimpleRateThrottle):
+    """DRF's ``SimpleRateThrottle`` (the same rule, limits, keys and ``wait``), deciding in one atomic
+    round trip where the cache offers it (``ResilientRedisCache.throttle_hit``) instead of a read and
+    a write: concurrent requests of one client can no longer both pass on the same count. Elsewhere
+    (the file cache of the embedded default, Redis unreachable) DRF's own read and write.
+
+    A view with ``throttle_reads(request) -> tuple of cache keys`` has them read in the same trip;
+    their values are left on the request as ``cache_prefetched`` (a dict) for the view."""
+
+    num_requests: int  # set by SimpleRateThrottle.__init__ (or per request), which DRF's stubs leave out
+    duration: int
+
+    def allow_request(self, request, view):
+        if self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        http_request = getattr(request, "_request", request)  # DRF's Request wraps the one middleware sees
+        if self.key in getattr(http_request, "throttles_passed", ()):
+            return True  # counted once already (the board API's fast path, then its full view)
+        allowed = self._decide(request, view, http_request)
+        if allowed:
+            http_request.throttles_passed = (*getattr(http_request, "throttles_passed", ()), self.key)
+        return allowed
+
+    def _decide(self, request, view, http_request) -> bool:
+        hit_of = getattr(self.cache, "throttle_hit", None)
+        hit = None
+        if hit_of is not None:
+            reads = getattr(view, "throttle_reads", None)
+            read = tuple(reads(request)) if reads is not None else ()
+            self.now = self.timer()
+            hit = hit_of(self.key, now=self.now, duration=self.duration, limit=self.num_requests, read=read)
+        if hit is None:  # not Redis, or Redis unreachable: DRF's read and write (the fallback cache)
+            return super().allow_request(request, view)
+        # What ``wait`` and the RateLimit headers read of a history: its length and its oldest time.
+        self.history = [hit.oldest] * hit.count if hit.oldest is not None else []
+        if read:
+            http_request.cache_prefetched = hit.values
+        return hit.allowed
 
 
 class RateLimitHeadersMixin:
@@ -33,11 +80,15 @@ class RateLimitHeadersMixin:
         return allowed
 
 
-class ScopedHeadersThrottle(RateLimitHeadersMixin, ScopedRateThrottle):
+class _AtomicScopedRateThrottle(ScopedRateThrottle, AtomicRateThrottle):
+    pass
+
+
+class ScopedHeadersThrottle(RateLimitHeadersMixin, _AtomicScopedRateThrottle):
     """DRF's scoped throttle (the view's ``throttle_scope``: upload, verify) with the RateLimit headers."""
 
 
-class _AddressThrottle(SimpleRateThrottle):
+class _AddressThrottle(AtomicRateThrottle):
     def get_cache_key(self, request, view):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
@@ -54,13 +105,13 @@ class SignupThrottle(_AddressThrottle):
     scope = "signup"
 
 
-class VisitorRateThrottle(RateLimitHeadersMixin, SimpleRateThrottle):
+class VisitorRateThrottle(RateLimitHeadersMixin, AtomicRateThrottle):
     """DRF's ``anon`` and ``user`` throttles as one: a signed-in user is counted per account at
     the ``user`` rate, anyone else per address at the ``anon`` rate.
 
-    The same limits and cache keys as the pair, but one cache read and one write per
-    request: with both installed every anonymous request was counted twice (the user
-    throttle falls back to the address), four cache round trips on every public read.
+    The same limits and cache keys as the pair, but one cache round trip per request on Redis
+    (``AtomicRateThrottle``): with both installed every anonymous request was counted twice (the
+    user throttle falls back to the address), four cache round trips on every public read.
     """
 
     scope = "anon"
@@ -68,7 +119,7 @@ class VisitorRateThrottle(RateLimitHeadersMixin, SimpleRateThrottle):
     def allow_request(self, request, view):
         self.scope = "user" if request.user and request.user.is_authenticated else "anon"
         self.rate = self.get_rate()
-        self.num_requests, self.duration = self.parse_rate(self.rate)
+        self.num_requests, self.duration = self.parse_rate(self.rate)  # type: ignore[assignment]  # a rate is set
         return super().allow_request(request, view)
 
     def get_cache_key(self, request, view):

@@ -1,11 +1,14 @@
 """API views: one per action, each calling the same services and selectors as the pages."""
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.http import Http404, HttpResponse, QueryDict
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, status
 from rest_framework.exceptions import ValidationError
@@ -20,7 +23,7 @@ from leaderboard.core import selectors
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.parsers import CheckedJSONParser
-from leaderboard.core.boardcache import cached_read, public_read
+from leaderboard.core.boardcache import cached_read, public_read, public_read_keys
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.models import Benchmark, Entrant, Submission, TeamMembership
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
@@ -216,10 +219,11 @@ def link_header(request, page: selectors.BoardPage) -> str:
     return ", ".join(f'<{page_url(request, page, n)}>; rel="{rel}"' for rel, n in links if n is not None)
 
 
-def _board_parts(request) -> tuple:
+def _board_parts(request, params=None) -> tuple:
     # The board's own parameters and the address it is asked at (``next`` is an absolute URL).
+    params = request.query_params if params is None else params
     return ("api-board", request.build_absolute_uri(request.path),
-            *(request.query_params.get(name) for name in (*BOARD_PARAMETERS, "page", "page_size")))
+            *(params.get(name) for name in (*BOARD_PARAMETERS, "page", "page_size")))
 
 
 def cached_board_answer(request, benchmark: Benchmark, build, *, public_split: str | None = None) -> HttpResponse:
@@ -277,9 +281,49 @@ def board_csv_answer(filename: str, read_page, shape) -> HttpResponse:
 
 
 def public_board_answer(request, slug: str) -> HttpResponse | None:
-    """The board answer anyone may be given, from one cache read and no query; None: not cached here yet."""
-    body = public_read(slug, _board_parts(request))
+    """The board answer anyone may be given, from one cache read and no query (none more when the throttle
+    read the board's generation: ``Leaderboard.throttle_reads``); None: not cached here yet."""
+    body = public_read(slug, _board_parts(request), getattr(request._request, "cache_prefetched", None))
     return None if body is None else HttpResponse(body, content_type="application/json")
+
+
+_JSON_ACCEPTS = frozenset({"", "*/*", "application/json"})
+
+
+def _fast_public_board(request, slug: str) -> HttpResponse | None:
+    """``Leaderboard``'s answer to a plain JSON read of a board cached for everyone (no credentials, no
+    session, no ``format``), from the throttle's one Redis round trip, which also reads the board's
+    generation, without DRF's per-request machinery (issue 26): the same bytes, throttle and headers
+    as the full view. None: the full view answers (a refusal, a miss; a request counted here by the
+    throttle is not counted again there)."""
+    if (request.method != "GET" or "HTTP_AUTHORIZATION" in request.META or "format" in request.GET
+            or settings.SESSION_COOKIE_NAME in request.COOKIES
+            or not {a.strip().lower() for a in request.META.get("HTTP_ACCEPT", "").split(",")} <= _JSON_ACCEPTS):
+        return None
+    keys = public_read_keys(slug)
+    if not keys:
+        return None
+    view = _ThrottleReads(keys)
+    for throttle_class in Leaderboard.throttle_classes:
+        if not throttle_class().allow_request(request, view):  # type: ignore[arg-type]  # reads only throttle_reads
+            return None  # the full view refuses it again (a refusal is not counted) and words the 429
+    body = public_read(slug, _board_parts(request, request.GET), getattr(request, "cache_prefetched", None))
+    if body is None:
+        return None
+    response = HttpResponse(body, content_type="application/json")
+    response["Allow"] = _LEADERBOARD_ALLOW
+    patch_vary_headers(response, ("Accept",))
+    return response
+
+
+class _ThrottleReads:
+    """The view a fast-path throttle sees: only the keys to read in its round trip."""
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+
+    def throttle_reads(self, request) -> tuple[str, ...]:
+        return self.keys
 
 
 def paging_or_error(request):
@@ -305,6 +349,21 @@ def standings_rows(page: selectors.BoardPage) -> list[dict]:
 
 class Leaderboard(APIView):
     permission_classes = [permissions.AllowAny]
+
+    @classmethod
+    def as_view(cls, **initkwargs):
+        """The view, answering what it can from the cache alone first (``_fast_public_board``)."""
+        full = super().as_view(**initkwargs)
+
+        def view(request, *args, **kwargs):
+            answer = _fast_public_board(request, kwargs["slug"])
+            return answer if answer is not None else full(request, *args, **kwargs)
+
+        return functools.wraps(full)(view)  # cls, initkwargs, csrf_exempt: the schema and Django see the view
+
+    def throttle_reads(self, request) -> tuple[str, ...]:
+        """Read by the throttle in its round trip: what ``public_board_answer`` needs (``AtomicRateThrottle``)."""
+        return public_read_keys(self.kwargs["slug"])
 
     @extend_schema(
         parameters=[OpenApiParameter("split", str, enum=["public", "private"],
@@ -378,6 +437,16 @@ IDEMPOTENCY_KEY_PARAMETERS = [
     OpenApiParameter("Idempotent-Replayed", str, location=OpenApiParameter.HEADER, response=[202], enum=["true"],
                      description="Present when the answer is that of an earlier upload with the same key."),
 ]
+
+
+def _allowed_methods(view_class) -> str:
+    """The Allow header DRF gives the view (its ``allowed_methods`` once set up: HEAD where GET is)."""
+    view = view_class()
+    view.setup(None)
+    return ", ".join(view.allowed_methods)
+
+
+_LEADERBOARD_ALLOW = _allowed_methods(Leaderboard)
 
 
 class SubmissionCreateOrList(APIView):
