@@ -19,6 +19,7 @@ import datetime as dt
 import math
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -68,9 +69,14 @@ from scoring.rounds import (
 
 ID, PREDICTION, TARGET = "id", "prediction", "target"
 _INTERVAL_BLOCK = 1000  # submissions bootstrapped together (ids x 1,000 float64 per block)
+_INTERVAL_THREADS = 2  # blocks bootstrapped at once
 # mcwnm's interval recomputes every pair in every resample (resamples x submissions^2 x ids
-# multiplications); a larger board gets no interval rather than minutes of scoring.
+# multiplications) while that fits this budget; a larger board resamples each row's maximum over
+# its nearest partners only: as many as MCWNM_PARTNER_BUDGET allows (resamples x submissions x
+# partners x ids), between 1 and MCWNM_MAX_PARTNERS.
 MCWNM_INTERVAL_BUDGET = 2 * 10**10
+MCWNM_PARTNER_BUDGET = 10**11
+MCWNM_MAX_PARTNERS = 8
 _MAX_PAIR_TERMS = 4_000_000  # per-id pair products held at once (32 MB)
 FEATURE_PREFIX = "feature_"
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
@@ -242,8 +248,9 @@ class SignalsKind(RoundKind):
         orthogonalized to the meta model's; ``apcwnm``: the standardised ranks times the mean of
         the other submissions' (a mean of correlations is the mean of those products).
         ``mcwnm``, a maximum, is recomputed in each resample: every pair's correlation as the
-        resampled mean of its per-id products, then each row's largest
-        (``max_pair_intervals``; up to ``MCWNM_INTERVAL_BUDGET`` multiplications)."""
+        resampled mean of its per-id products, then each row's largest (``max_pair_intervals``; up
+        to ``MCWNM_INTERVAL_BUDGET`` multiplications); on a larger board, each row's largest over
+        the partners it correlates with most on the observed ids (``nearest_pair_intervals``)."""
         cfg = self.validate_config(config)
         rank_by = cfg["rank_by"]
         if inputs.values is None or not len(inputs.keys):
@@ -251,9 +258,13 @@ class SignalsKind(RoundKind):
         values = inputs.values[:, :, 0]
         if rank_by == "mcwnm":
             m, ids = values.shape
-            if BOARD_RESAMPLES * m * m * ids > MCWNM_INTERVAL_BUDGET:
-                return None
-            return max_pair_intervals(_standard_ranks(values, 0, m), seed=seed)
+            z = np.empty((ids, m))
+            for start in range(0, m, _INTERVAL_BLOCK):  # block by block: no whole-board temporaries
+                z[:, start:start + _INTERVAL_BLOCK] = _standard_ranks(values, start, min(m, start + _INTERVAL_BLOCK))
+            if BOARD_RESAMPLES * m * m * ids <= MCWNM_INTERVAL_BUDGET:
+                return max_pair_intervals(z, seed=seed)
+            partners = min(m - 1, MCWNM_MAX_PARTNERS, max(1, MCWNM_PARTNER_BUDGET // (BOARD_RESAMPLES * m * ids)))
+            return nearest_pair_intervals(z, seed=seed, partners=partners)
         if rank_by == "apcwnm":
             return _block_intervals(len(inputs.keys), values.shape[1], seed, _apcwnm_shares(values))
         shares = self._interval_shares(rank_by, inputs, values)
@@ -453,13 +464,19 @@ def _block_intervals(m: int, count: int, seed: int,
         return None
     counts = resample_counts(count, seed=seed)  # one draw for every block: the same ids for all
     low, high = np.full(m, np.nan), np.full(m, np.nan)
-    for start in range(0, m, _INTERVAL_BLOCK):
+
+    def one_block(start: int) -> None:
         stop = min(m, start + _INTERVAL_BLOCK)
         shares = block_shares(start, stop)
         undefined = ~np.isfinite(shares).all(axis=0)
         lo, hi = contribution_intervals(np.where(undefined, 0.0, shares), counts=counts)
         lo[undefined], hi[undefined] = np.nan, np.nan
         low[start:stop], high[start:stop] = lo, hi
+
+    # Two blocks at a time: ranking (numpy's sorts) runs on one core, and releases the GIL, while the
+    # other block's product runs. Each block writes only its own rows: the result is the same.
+    with ThreadPoolExecutor(max_workers=_INTERVAL_THREADS) as pool:
+        list(pool.map(one_block, range(0, m, _INTERVAL_BLOCK)))
     return low, high
 
 
@@ -583,4 +600,55 @@ def max_pair_intervals(z: np.ndarray, *, seed: int, n: int = BOARD_RESAMPLES,
     low, high = np.full(m, np.nan), np.full(m, np.nan)
     if live.any():
         low[live], high[live] = np.quantile(stats[:, live], [alpha, 1 - alpha], axis=0)
+    return low, high
+
+
+def nearest_partners(z: np.ndarray, partners: int) -> np.ndarray:
+    """For each submission (a column of ``z``, ids x submissions, standardised; NaN: constant), the
+    ``partners`` others it correlates with most on the observed ids (submissions x partners; -1
+    where there are fewer live others), found a block of rows at a time."""
+    ids, m = z.shape
+    live = np.isfinite(z).all(axis=0)
+    z32 = z.astype(np.float32)  # only picks partners: single precision is enough
+    z32[:, ~live] = 0.0
+    out = np.full((m, partners), -1, dtype=np.int64)
+    rows = max(1, _MAX_PAIR_TERMS // m)
+    for start in range(0, m, rows):
+        stop = min(m, start + rows)
+        corr = z32[:, start:stop].T @ z32  # block x submissions (a multiple of each correlation)
+        corr[:, ~live] = -np.inf
+        corr[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # not with itself
+        k = min(partners, m - 1)
+        best = np.argpartition(-corr, k - 1, axis=1)[:, :k]
+        out[start:stop, :k] = np.where(np.isfinite(np.take_along_axis(corr, best, axis=1)), best, -1)
+    return out
+
+
+def nearest_pair_intervals(z: np.ndarray, *, seed: int, partners: int, n: int = BOARD_RESAMPLES,
+                           confidence: float = BOARD_CONFIDENCE) -> tuple[np.ndarray, np.ndarray] | None:
+    """MCWNM's interval on a board too large for every pair in every resample: in each resample, a
+    row's value is its largest correlation with its ``partners`` nearest others (``nearest_partners``,
+    on the observed ids), with the same draws for every row. With every other submission as a
+    partner this is ``max_pair_intervals``; with fewer, a resample where a farther submission
+    overtakes them all is missed, so the interval can lie a little low."""
+    ids, m = z.shape
+    live = np.isfinite(z).all(axis=0)
+    if ids < 2 or live.sum() < 2:
+        return None
+    zl = z if live.all() else np.where(live, z, 0.0)
+    near = nearest_partners(z, partners)
+    counts = resample_counts(ids, n, seed)
+    stats = np.full((n, m), np.nan)
+    rows = max(1, _MAX_PAIR_TERMS // (ids * partners))
+    for start in range(0, m, rows):
+        stop = min(m, start + rows)
+        block = near[start:stop]
+        pairs = zl[:, start:stop, None] * zl[:, np.maximum(block, 0)]  # ids x rows x partners
+        corr = (counts @ pairs.reshape(ids, -1)).reshape(n, stop - start, partners) / ids
+        corr[:, block < 0] = -np.inf
+        stats[:, start:stop] = corr.max(axis=2)
+    stats[:, ~live] = np.nan
+    alpha = (1 - confidence) / 2
+    low, high = np.full(m, np.nan), np.full(m, np.nan)
+    low[live], high[live] = np.quantile(stats[:, live], [alpha, 1 - alpha], axis=0)
     return low, high

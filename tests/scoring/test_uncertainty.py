@@ -298,3 +298,29 @@ def test_signals_mcwnm_interval_recomputes_the_largest_pair_in_every_resample():
                    for picks in draws]
         assert (low[s], high[s]) == pytest.approx(tuple(np.quantile(largest, [0.025, 0.975])), abs=1e-12)
     assert low[0] <= max(float(np.mean(z[0] * z[j])) for j in (1, 2, 3)) <= high[0]
+
+
+def test_signals_mcwnm_interval_on_a_large_board_resamples_each_rows_nearest_partners(monkeypatch):
+    """Above the exact budget each row's maximum is taken over its nearest partners only: worked here by
+    hand for 2 partners (the two others each row correlates with most on the observed ids), and with
+    every other submission as a partner it is the exact interval."""
+    from scoring.kinds import get_kind, signals
+
+    inputs, preds, *_ = _signals_board(n=20)
+    kind = get_kind("signals")
+    exact = kind.round_intervals(inputs(), {"rank_by": "mcwnm"}, seed=6)
+    monkeypatch.setattr(signals, "MCWNM_INTERVAL_BUDGET", 0)  # the board is now "too large" for every pair
+    monkeypatch.setattr(signals, "MCWNM_MAX_PARTNERS", len(preds) - 1)
+    everyone = kind.round_intervals(inputs(), {"rank_by": "mcwnm"}, seed=6)
+    assert np.allclose(everyone[0], exact[0], rtol=0, atol=1e-12) and np.allclose(everyone[1], exact[1], rtol=0, atol=1e-12)
+
+    monkeypatch.setattr(signals, "MCWNM_MAX_PARTNERS", 2)
+    low, high = kind.round_intervals(inputs(), {"rank_by": "mcwnm"}, seed=6)
+    z = [_z(_gauss(p)) for p in preds]
+    draws = np.random.default_rng(6).integers(0, 20, size=(1000, 20))
+    for s in range(len(preds)):
+        observed = {j: float(np.mean(z[s] * z[j])) for j in range(len(preds)) if j != s}
+        nearest = sorted(observed, key=observed.get, reverse=True)[:2]
+        largest = [max(sum(z[s][k] * z[j][k] for k in picks) / 20 for j in nearest) for picks in draws]
+        assert (low[s], high[s]) == pytest.approx(tuple(np.quantile(largest, [0.025, 0.975])), abs=1e-12)
+        assert high[s] <= exact[1][s] + 1e-12  # fewer partners: never above the exact interval's top
