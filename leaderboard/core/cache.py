@@ -62,6 +62,7 @@ local reply = {allowed, count, redis.call('LINDEX', key, -1) or false}
 for i = 2, #KEYS do reply[#reply + 1] = redis.call('GET', KEYS[i]) end
 return reply
 """
+HISTORY_SUFFIX = ":times"
 _script: list[redis.commands.core.Script] = []  # made once per process (its SHA is loaded on first use)
 
 
@@ -131,7 +132,9 @@ class ResilientRedisCache(RedisCache):
         if not _script:
             _script.append(client.register_script(_THROTTLE_SCRIPT))
         script = _script[0]  # called with this thread's client: EVALSHA, loading the script if Redis lacks it
-        keys = [self.make_key(key), *(self.make_key(k) for k in read)]  # our own keys: no memcached-style check
+        # Our own keys: no memcached-style check. The history is a list under its own name, never the
+        # pickled list DRF's read and write keep under ``key`` (the fallback's, or a version before this).
+        keys = [self.make_key(key) + HISTORY_SUFFIX, *(self.make_key(k) for k in read)]
         try:
             allowed, count, oldest, *values = script(keys=keys, args=[repr(now), duration, limit], client=client)
         except self._errors as exc:
