@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -892,12 +892,13 @@ def screen_margin(n: int) -> float:
 
 @dataclass
 class PairScreen:
-    """The pairs (``a`` < ``b``, float32 product ``product``) that may hold a row's maximum."""
+    """The pairs (``a`` < ``b``, float32 product ``product``) that may be among a row's ``keep``
+    largest (its maximum when ``keep`` is 1)."""
 
     a: np.ndarray
     b: np.ndarray
     product: np.ndarray
-    best32: np.ndarray  # per row, its float32 maximum (inf for dead rows)
+    best32: np.ndarray  # per row, its keep-th largest float32 product (inf for dead rows)
     margin: float
 
     def for_row(self) -> tuple[np.ndarray, np.ndarray]:
@@ -906,21 +907,35 @@ class PairScreen:
                 self.product >= self.best32[self.b] - self.margin)
 
 
-def pair_screen(single: np.ndarray, live: np.ndarray, *, tile: int = PAIRWISE_TILE,
+def _largest(values: np.ndarray, keep: int) -> np.ndarray:
+    """Each row's ``keep`` largest values, in no order (rows x keep; -inf where it has fewer)."""
+    if keep == 1:
+        return values.max(axis=1, keepdims=True)
+    if values.shape[1] <= keep:
+        pad = np.full((values.shape[0], keep - values.shape[1]), -np.inf, dtype=values.dtype)
+        return np.concatenate([values, pad], axis=1)
+    return np.partition(values, values.shape[1] - keep, axis=1)[:, -keep:]
+
+
+def pair_screen(single: np.ndarray, live: np.ndarray, *, keep: int = 1, tile: int = PAIRWISE_TILE,
                 map_: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] = map) -> PairScreen:
     """Every pair of rows of ``single`` (float32 unit rows, zeros where not ``live``) whose float32
-    product may be its row's maximum over the other live rows, in one pass over tiles.
+    product may be among its row's ``keep`` largest over the other live rows (its maximum by
+    default), in one pass over tiles.
 
     The products are symmetric, so only tiles on and above the diagonal are multiplied (in the
-    diagonal tiles, only the pairs above it). Each tile updates the running float32 maximum of
-    its rows and of its columns, and keeps the pairs within ``screen_margin`` of it: the
-    running maximum never exceeds the final one, so what the final threshold keeps is among
-    them, and nothing but these few pairs outlives its tile (memory linear in the rows).
+    diagonal tiles, only the pairs above it). Each tile updates the running ``keep`` largest
+    float32 products of its rows and of its columns, and keeps the pairs within
+    ``screen_margin`` of the smallest of them: that running threshold never exceeds the final
+    one, so what the final threshold keeps is among them, and nothing but these few pairs
+    outlives its tile (memory linear in the rows). The margin argument holds for the keep-th
+    largest as for the maximum: ``keep`` pairs have float32 products of at least the float32
+    keep-th largest, so the true keep-th largest is at least that minus e.
     """
     m, n = single.shape
     margin = screen_margin(n)
-    best32 = np.full(m, -np.inf, dtype=np.float32)
-    best32[~live] = np.inf  # a dead row has no maximum and keeps no candidate
+    top32 = np.full((m, keep), -np.inf, dtype=np.float32)
+    top32[~live] = np.inf  # a dead row has no maximum and keeps no candidate
     dead = ~live
     lock = threading.Lock()
     starts = range(0, m, tile)
@@ -936,13 +951,17 @@ def pair_screen(single: np.ndarray, live: np.ndarray, *, tile: int = PAIRWISE_TI
             products[:, dead[cols]] = -np.inf
         if dead[rows].any():
             products[dead[rows]] = -np.inf
-        row_max, col_max = products.max(axis=1), products.max(axis=0)
+        row_top, col_top = _largest(products, keep), _largest(products.T, keep)
         with lock:
-            np.maximum(best32[rows], row_max, out=best32[rows])
-            np.maximum(best32[cols], col_max, out=best32[cols])
+            if keep == 1:
+                np.maximum(top32[rows], row_top, out=top32[rows])
+                np.maximum(top32[cols], col_top, out=top32[cols])
+            else:
+                top32[rows] = _largest(np.concatenate([top32[rows], row_top], axis=1), keep)
+                top32[cols] = _largest(np.concatenate([top32[cols], col_top], axis=1), keep)
             # never below the lowest float32: the masked (-inf) products are never kept
-            row_floor = np.maximum(best32[rows] - margin, np.finfo(np.float32).min)
-            col_floor = np.maximum(best32[cols] - margin, np.finfo(np.float32).min)
+            row_floor = np.maximum(top32[rows].min(axis=1) - margin, np.finfo(np.float32).min)
+            col_floor = np.maximum(top32[cols].min(axis=1) - margin, np.finfo(np.float32).min)
         i, j = np.nonzero((products >= row_floor[:, None]) | (products >= col_floor[None, :]))
         return (i + a).astype(np.int32), (j + b).astype(np.int32), products[i, j]
 
@@ -950,10 +969,10 @@ def pair_screen(single: np.ndarray, live: np.ndarray, *, tile: int = PAIRWISE_TI
     a = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.int32)
     b = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.int32)
     product = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
-    screen = PairScreen(a, b, product, best32, margin)
+    screen = PairScreen(a, b, product, top32.min(axis=1), margin)
     for_a, for_b = screen.for_row()
-    keep = for_a | for_b
-    return PairScreen(a[keep], b[keep], product[keep], best32, margin)
+    kept = for_a | for_b
+    return PairScreen(a[kept], b[kept], product[kept], screen.best32, margin)
 
 
 def _unit_gaussian_rows(ranks: Ranks, cols: np.ndarray) -> np.ndarray:
@@ -966,23 +985,36 @@ def _unit_gaussian_rows(ranks: Ranks, cols: np.ndarray) -> np.ndarray:
     return block
 
 
+class PairStats(NamedTuple):
+    """Per row: the max and the mean of its dot products with every other live row (NaN for dead
+    rows) and, when asked for, ``partners``: the others holding its largest products, largest
+    first (ties: the lower position first), -1 past the live others (rows x partners)."""
+
+    best: np.ndarray
+    mean: np.ndarray
+    partners: np.ndarray | None = None
+
+
 def screened_max_mean(unit_rows: Callable[[np.ndarray], np.ndarray], m: int, n: int, live: np.ndarray, *,
                       chunk_size: int = DEFAULT_CHUNK_SIZE, tile: int = PAIRWISE_TILE,
                       map_: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] = map,
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the max and mean of its dot products with every other live row, exact in float64.
+                      partners: int = 0) -> PairStats:
+    """Per row, the max and mean of its dot products with every other live row, exact in float64,
+    and with ``partners`` > 0 the rows holding its ``partners`` largest (``PairStats``).
 
     ``unit_rows(cols)`` gives rows ``cols`` (ascending) as float64 unit-norm rows, NaN rows
     where not ``live``; it is called chunk by chunk, so no float64 copy of the whole matrix
     exists. The mean needs no pairs: the sum of a row's dots with the others is
     ``row . (sum of the live rows) - row . row``. The max comes from ``pair_screen`` over a
     float32 copy (half the memory and twice BLAS' speed of float64), and only its candidate
-    pairs are computed in float64. ``map_`` runs chunks and tiles in order (a thread pool:
-    each tile is one BLAS call).
+    pairs are computed in float64; the partners likewise, from a screen that keeps each row's
+    ``partners`` largest. ``map_`` runs chunks and tiles in order (a thread pool: each tile is
+    one BLAS call).
     """
     live_count = int(live.sum())
     if live_count < 2:
-        return np.full(m, np.nan), np.full(m, np.nan)
+        return PairStats(np.full(m, np.nan), np.full(m, np.nan),
+                         np.full((m, partners), -1, dtype=np.int64) if partners else None)
     every = np.arange(m)
     chunks = [every[i : i + chunk_size] for i in range(0, m, chunk_size)]
     single = np.empty((m, n), dtype=np.float32)
@@ -996,7 +1028,7 @@ def screened_max_mean(unit_rows: Callable[[np.ndarray], np.ndarray], m: int, n: 
     for block in map_(fill, chunks):  # summed in row order, one row after another
         total = np.add.reduce(np.vstack([total[None, :], block]), axis=0)
 
-    screen = pair_screen(single, live, tile=tile, map_=map_)
+    screen = pair_screen(single, live, keep=max(1, partners), tile=tile, map_=map_)
     del single
     for_a, for_b = screen.for_row()
     order = np.argsort(screen.a, kind="stable")
@@ -1022,17 +1054,36 @@ def screened_max_mean(unit_rows: Callable[[np.ndarray], np.ndarray], m: int, n: 
     np.maximum.at(best, screen.a[for_a], values[for_a])
     np.maximum.at(best, screen.b[for_b], values[for_b])
     best[~live] = np.nan
-    return best, mean
+    if not partners:
+        return PairStats(best, mean)
+    rows = np.concatenate([screen.a[for_a], screen.b[for_b]])
+    others = np.concatenate([screen.b[for_a], screen.a[for_b]])
+    return PairStats(best, mean, _top_partners(rows, others, np.concatenate([values[for_a], values[for_b]]),
+                                               m, partners))
 
 
-def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
+def _top_partners(rows: np.ndarray, others: np.ndarray, values: np.ndarray, m: int, partners: int) -> np.ndarray:
+    """From (row, other, value) triples, each row's ``partners`` others of largest value, largest
+    first and the lower position first among equal values (m x partners, -1 where fewer)."""
+    order = np.lexsort((others, -values, rows))
+    rows, others = rows[order], others[order]
+    starts = np.searchsorted(rows, np.arange(m))
+    place = np.arange(len(rows)) - starts[rows]
+    out = np.full((m, partners), -1, dtype=np.int64)
+    within = place < partners
+    out[rows[within], place[within]] = others[within]
+    return out
+
+
+def _pairwise_corr_stats(matrix: RoundMatrix, partners: int = 0) -> PairStats:
     """Per submission, max and mean Pearson correlation of its gaussianized ranks with
-    every other submission's, each pair over the ids both predict."""
+    every other submission's, each pair over the ids both predict (and its ``partners`` most
+    correlated others, see ``PairStats``)."""
     ranks = matrix.ranks()
     every = np.arange(matrix.shape[0])
     if (ranks.counts == matrix.n_ids).all():  # every submission predicts every id
         return screened_max_mean(lambda cols: _unit_gaussian_rows(ranks, cols), matrix.shape[0], matrix.n_ids,
-                                 ~ranks.constant, chunk_size=matrix.chunk_size, map_=matrix.map)
+                                 ~ranks.constant, chunk_size=matrix.chunk_size, map_=matrix.map, partners=partners)
 
     gauss = np.vstack([ranks.lookup(chunk, gaussian_table) for chunk in matrix.chunks(every)])
     valid = ranks.codes >= 0
@@ -1052,16 +1103,21 @@ def _pairwise_corr_stats(matrix: RoundMatrix) -> tuple[np.ndarray, np.ndarray]:
         corr[(n < 2) | (va <= 1e-12 * saa) | (vb <= 1e-12 * sbb)] = np.nan
         return corr
 
-    def work(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def work(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         corr = block_corr(chunk)
         corr[np.arange(len(chunk)), chunk] = np.nan  # not with itself
+        near = None
+        if partners:
+            a, b = np.nonzero(np.isfinite(corr))
+            near = _top_partners(a, b, corr[a, b], len(chunk), partners)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN
-            return np.nanmax(corr, axis=1), np.nanmean(corr, axis=1)
+            return np.nanmax(corr, axis=1), np.nanmean(corr, axis=1), near
 
     chunks = matrix.chunks(every)
     stats = list(matrix.map(work, chunks))
-    return np.concatenate([s[0] for s in stats]), np.concatenate([s[1] for s in stats])
+    return PairStats(np.concatenate([s[0] for s in stats]), np.concatenate([s[1] for s in stats]),
+                     np.concatenate([s[2] for s in stats]) if partners else None)
 
 
 # --------------------------------------------------------------------------
@@ -1078,6 +1134,9 @@ class RoundScores:
 
     scores: pd.DataFrame
     problems: dict[tuple[Any, str], str]
+    # with ``partners`` > 0 and MCWNM asked for: per submission (positions, in the order of the
+    # scores), the others it correlates with most, most first, -1 past the live others
+    partners: np.ndarray | None = None
 
     def raise_for_problems(self) -> None:
         if self.problems:
@@ -1127,6 +1186,7 @@ def score_signals_round(
     max_filtered_ratio: float = DEFAULT_MAX_FILTERED_RATIO,
     chunk_size: int | None = None,
     workers: int | None = None,
+    partners: int = 0,
 ) -> RoundScores:
     """Score every submission of a Signals round.
 
@@ -1138,7 +1198,9 @@ def score_signals_round(
     models). ``features`` (ids x features) enables FNC.
 
     ``metrics`` picks from corr, mmc, bmc, fnc, cwmm, mcwnm, apcwnm; by default every
-    metric the inputs allow.
+    metric the inputs allow. With ``partners`` > 0 and MCWNM among them, ``RoundScores.partners``
+    names each submission's ``partners`` most correlated others (what MCWNM's maximum is over),
+    found by the same screen at little extra cost.
 
     ``predictions`` may also be a ``RoundMatrix`` built by the caller from validated values
     (finite, ids unique); one that owns its values drops them once they are ranked over every
@@ -1185,6 +1247,7 @@ def score_signals_round(
             return stake_weighted_mean(matrix, stakes_, what.replace("meta model", "stakes"))
         return None
 
+    nearest: np.ndarray | None = None
     with _blas_threads(matrix):
         mm = meta(meta_model, stakes, "the meta model") if {"mmc", "cwmm"} & set(wanted) else None
         bmm = meta(benchmark_meta_model, benchmark_stakes, "the benchmark meta model") if "bmc" in wanted else None
@@ -1215,13 +1278,16 @@ def score_signals_round(
             problems.update(fnc_problems)
         if {"mcwnm", "apcwnm"} & set(wanted):
             if len(names) > 1:
-                results["mcwnm"], results["apcwnm"] = _pairwise_corr_stats(matrix)
+                pair_stats = _pairwise_corr_stats(matrix, partners if "mcwnm" in wanted else 0)
+                results["mcwnm"], results["apcwnm"] = pair_stats.best, pair_stats.mean
+                nearest = pair_stats.partners
             else:
                 results["mcwnm"] = results["apcwnm"] = np.full(1, np.nan)
+                nearest = np.full((1, partners), -1, dtype=np.int64) if partners and "mcwnm" in wanted else None
 
     scores = pd.DataFrame({name: results[name] for name in wanted}, index=names)
     named = {(names[col], metric): why for (col, metric), why in sorted(problems.items(), key=lambda p: (p[0][0], p[0][1]))}
-    return RoundScores(scores, named)
+    return RoundScores(scores, named, nearest)
 
 
 def _blas_threads(matrix: RoundMatrix) -> AbstractContextManager[object]:

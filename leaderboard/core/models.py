@@ -406,7 +406,9 @@ class RoundTruthFreeScores(models.Model):
     read by every truth version's scoring instead of computing them again.
 
     ``data``: float64 bytes, (counted submissions in id order) x ``metrics``; ``key``: the SHA-256
-    of those submissions' ids, so values computed from another set are never used.
+    of those submissions' ids, so values computed from another set are never used. ``metrics`` may
+    name columns besides the metrics (signals: ``mcwnm_partner_1``, ...: each submission's nearest
+    partners, positions in the same order, which MCWNM's board interval resamples over).
     """
 
     round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="truth_free_scores",

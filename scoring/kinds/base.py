@@ -725,7 +725,9 @@ class RoundKind(Kind):
         return None
 
     def score_truth_free(self, inputs: RoundInputs, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """``truth_free_metrics`` of every counted submission (``inputs.truth`` is None)."""
+        """``truth_free_metrics`` of every counted submission (``inputs.truth`` is None); it may add
+        other per-submission columns (names that are not metrics) which every truth version then
+        finds in ``inputs.truth_free`` too (signals: MCWNM's nearest partners for its interval)."""
         return {}
 
     def round_case_rows(self, values: np.ndarray, *, universe: Universe, truth: RoundTruth,

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import ndtri
+from threadpoolctl import threadpool_limits
 
 from scoring import csvfile
 from scoring.errors import RowError, ValidationFailed
@@ -63,6 +64,7 @@ from scoring.rounds import (
     power_table,
     rank_codes,
     score_signals_round,
+    screened_max_mean,
     signed_power,
     stake_weighted_mean,
 )
@@ -77,6 +79,19 @@ _INTERVAL_THREADS = 2  # blocks bootstrapped at once
 MCWNM_INTERVAL_BUDGET = 2 * 10**10
 MCWNM_PARTNER_BUDGET = 10**11
 MCWNM_MAX_PARTNERS = 8
+# The close stores each submission's nearest partners (found by the same pair screen as MCWNM
+# itself) with the truth-free metrics, one column per place, nearest first (a position among the
+# counted submissions; -1: none), so the resolve's interval needs no pairs.
+MCWNM_PARTNER_PREFIX = "mcwnm_partner_"
+
+
+def mcwnm_interval_partners(m: int, ids: int) -> int:
+    """How many nearest partners MCWNM's interval resamples each row's maximum over on a board of
+    ``m`` submissions and ``ids`` ids: 0 (every pair) within ``MCWNM_INTERVAL_BUDGET``, else as
+    many as ``MCWNM_PARTNER_BUDGET`` allows, between 1 and ``MCWNM_MAX_PARTNERS``."""
+    if m < 2 or BOARD_RESAMPLES * m * m * ids <= MCWNM_INTERVAL_BUDGET:
+        return 0
+    return min(m - 1, MCWNM_MAX_PARTNERS, max(1, MCWNM_PARTNER_BUDGET // (BOARD_RESAMPLES * m * ids)))
 _MAX_PAIR_TERMS = 4_000_000  # per-id pair products held at once (32 MB)
 FEATURE_PREFIX = "feature_"
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
@@ -250,7 +265,9 @@ class SignalsKind(RoundKind):
         ``mcwnm``, a maximum, is recomputed in each resample: every pair's correlation as the
         resampled mean of its per-id products, then each row's largest (``max_pair_intervals``; up
         to ``MCWNM_INTERVAL_BUDGET`` multiplications); on a larger board, each row's largest over
-        the partners it correlates with most on the observed ids (``nearest_pair_intervals``)."""
+        the partners it correlates with most on the observed ids (``nearest_pair_intervals``):
+        those the close stored with the truth-free metrics (``score_truth_free``), or, when
+        ``inputs.truth_free`` has none, found here by the same screen."""
         cfg = self.validate_config(config)
         rank_by = cfg["rank_by"]
         if inputs.values is None or not len(inputs.keys):
@@ -259,12 +276,17 @@ class SignalsKind(RoundKind):
         if rank_by == "mcwnm":
             m, ids = values.shape
             z = np.empty((ids, m))
-            for start in range(0, m, _INTERVAL_BLOCK):  # block by block: no whole-board temporaries
+
+            def rank_block(start: int) -> None:  # block by block: no whole-board temporaries
                 z[:, start:start + _INTERVAL_BLOCK] = _standard_ranks(values, start, min(m, start + _INTERVAL_BLOCK))
-            if BOARD_RESAMPLES * m * m * ids <= MCWNM_INTERVAL_BUDGET:
+
+            with ThreadPoolExecutor(max_workers=_INTERVAL_THREADS) as pool:  # numpy's sorts release the GIL
+                list(pool.map(rank_block, range(0, m, _INTERVAL_BLOCK)))
+            partners = mcwnm_interval_partners(m, ids)
+            if not partners:
                 return max_pair_intervals(z, seed=seed)
-            partners = min(m - 1, MCWNM_MAX_PARTNERS, max(1, MCWNM_PARTNER_BUDGET // (BOARD_RESAMPLES * m * ids)))
-            return nearest_pair_intervals(z, seed=seed, partners=partners)
+            return nearest_pair_intervals(z, seed=seed, partners=partners,
+                                          near=_stored_partners(inputs.truth_free, m, partners))
         if rank_by == "apcwnm":
             return _block_intervals(len(inputs.keys), values.shape[1], seed, _apcwnm_shares(values))
         shares = self._interval_shares(rank_by, inputs, values)
@@ -382,14 +404,22 @@ class SignalsKind(RoundKind):
 
     def score_truth_free(self, inputs: RoundInputs, config: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """MCWNM and APCWNM: every pair of counted submissions, whatever the truth (the round's
-        quadratic part, done once when it closes rather than for each truth version)."""
+        quadratic part, done once when it closes rather than for each truth version); with them,
+        on a board too large for the exact interval, each submission's most correlated others
+        (``mcwnm_partner_1``, ...: as many as ``mcwnm_interval_partners``; positions among the
+        counted submissions, -1 for none), which MCWNM's interval reads."""
         n = len(inputs.keys)
         if n == 0:
             return {}
         matrix = RoundMatrix(inputs.take_values()[:, :, 0], pd.Index(inputs.universe.ids),
                              pd.Index([str(k) for k in inputs.keys]), owned=True)
-        scores = score_signals_round(matrix, metrics=self.truth_free_metrics).scores
-        return {name: scores[name].to_numpy() for name in self.truth_free_metrics}
+        result = score_signals_round(matrix, metrics=self.truth_free_metrics,
+                                     partners=mcwnm_interval_partners(n, len(inputs.universe.ids)))
+        out = {name: result.scores[name].to_numpy() for name in self.truth_free_metrics}
+        if result.partners is not None:  # what MCWNM's interval resamples over, found by the same screen
+            out.update({f"{MCWNM_PARTNER_PREFIX}{j + 1}": result.partners[:, j].astype(np.float64)
+                        for j in range(result.partners.shape[1])})
+        return out
 
     # -- the per-id debug table -------------------------------------------------
     def case_columns(self, config: Mapping[str, Any]) -> tuple[Column, ...]:
@@ -605,38 +635,52 @@ def max_pair_intervals(z: np.ndarray, *, seed: int, n: int = BOARD_RESAMPLES,
 
 def nearest_partners(z: np.ndarray, partners: int) -> np.ndarray:
     """For each submission (a column of ``z``, ids x submissions, standardised; NaN: constant), the
-    ``partners`` others it correlates with most on the observed ids (submissions x partners; -1
-    where there are fewer live others), found a block of rows at a time."""
+    ``partners`` others it correlates with most on the observed ids, most first (submissions x
+    partners; -1 where there are fewer live others): the pair screen the close runs for MCWNM
+    (``screened_max_mean``), on these columns as unit rows."""
     ids, m = z.shape
     live = np.isfinite(z).all(axis=0)
-    z32 = z.astype(np.float32)  # only picks partners: single precision is enough
-    z32[:, ~live] = 0.0
-    out = np.full((m, partners), -1, dtype=np.int64)
-    rows = max(1, _MAX_PAIR_TERMS // m)
-    for start in range(0, m, rows):
-        stop = min(m, start + rows)
-        corr = z32[:, start:stop].T @ z32  # block x submissions (a multiple of each correlation)
-        corr[:, ~live] = -np.inf
-        corr[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # not with itself
-        k = min(partners, m - 1)
-        best = np.argpartition(-corr, k - 1, axis=1)[:, :k]
-        out[start:stop, :k] = np.where(np.isfinite(np.take_along_axis(corr, best, axis=1)), best, -1)
-    return out
+
+    def unit_rows(cols: np.ndarray) -> np.ndarray:
+        rows = z[:, cols].T
+        return rows / np.sqrt(np.einsum("ij,ij->i", rows, rows))[:, None]
+
+    # tiles two at a time, one BLAS thread each (as the close runs them)
+    with ThreadPoolExecutor(max_workers=_INTERVAL_THREADS) as pool, threadpool_limits(1):
+        near = screened_max_mean(unit_rows, m, ids, live, partners=partners, chunk_size=_INTERVAL_BLOCK,
+                                 map_=pool.map).partners
+    assert near is not None
+    return near
+
+
+def _stored_partners(truth_free: Mapping[str, np.ndarray] | None, m: int, partners: int) -> np.ndarray | None:
+    """The ``partners`` nearest partners of each submission stored at the close, or None when
+    fewer were stored (or none, or for another set of submissions)."""
+    names = [f"{MCWNM_PARTNER_PREFIX}{j + 1}" for j in range(partners)]
+    if not truth_free or any(name not in truth_free or len(truth_free[name]) != m for name in names):
+        return None
+    near = np.column_stack([np.asarray(truth_free[name], dtype=np.float64) for name in names])
+    if not np.isfinite(near).all() or (near < -1).any() or (near >= m).any():
+        return None
+    return near.astype(np.int64)
 
 
 def nearest_pair_intervals(z: np.ndarray, *, seed: int, partners: int, n: int = BOARD_RESAMPLES,
-                           confidence: float = BOARD_CONFIDENCE) -> tuple[np.ndarray, np.ndarray] | None:
+                           confidence: float = BOARD_CONFIDENCE,
+                           near: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """MCWNM's interval on a board too large for every pair in every resample: in each resample, a
     row's value is its largest correlation with its ``partners`` nearest others (``nearest_partners``,
     on the observed ids), with the same draws for every row. With every other submission as a
     partner this is ``max_pair_intervals``; with fewer, a resample where a farther submission
-    overtakes them all is missed, so the interval can lie a little low."""
+    overtakes them all is missed, so the interval can lie a little low. ``near``: the partners
+    when already known (the close stores them), else found here."""
     ids, m = z.shape
     live = np.isfinite(z).all(axis=0)
     if ids < 2 or live.sum() < 2:
         return None
     zl = z if live.all() else np.where(live, z, 0.0)
-    near = nearest_partners(z, partners)
+    if near is None:
+        near = nearest_partners(z, partners)
     counts = resample_counts(ids, n, seed)
     stats = np.full((n, m), np.nan)
     rows = max(1, _MAX_PAIR_TERMS // (ids * partners))

@@ -70,3 +70,55 @@ def test_round_board_ranked_by_mmc_carries_intervals_and_rank_ranges(tmp_path, u
         assert r.rank_range is not None and 1 <= r.rank_range[0] <= r.rank_range[1] <= 2
     api = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/leaderboard/").json()["rows"]
     assert all(r["interval"] and r["rank_range"] for r in api)
+
+
+def test_large_mcwnm_board_resamples_over_the_partners_the_close_stored(tmp_path, users, monkeypatch,
+                                                                         django_capture_on_commit_callbacks):
+    """Above the exact budget MCWNM's interval resamples each row's maximum over its nearest partners:
+    the close finds them with MCWNM itself and stores them, and the resolve's interval reads them
+    rather than searching every pair again. Worked by hand: the stored partner is each row's most
+    correlated other; marked to be its least correlated one, the board's interval follows it."""
+    from scipy import stats
+    from scipy.special import ndtri
+
+    from scoring.kinds import signals
+
+    from leaderboard.core.models import RoundTruthFreeScores
+
+    monkeypatch.setattr(signals, "MCWNM_INTERVAL_BUDGET", 0)  # 3 submissions are now "too many" for every pair
+    monkeypatch.setattr(signals, "MCWNM_MAX_PARTNERS", 1)
+    bench = signals_benchmark(tmp_path, config={"rank_by": "mcwnm"})
+    gen = SignalsRound(60, seed=7)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    preds = {name: gen.predictions(skill, 50 + i) for i, (name, skill) in
+             enumerate({"owner": 0.9, "member": 0.6, "outsider": 0.0}.items())}
+    subs = {name: _upload(users[name], bench, gen.submission_csv(p)) for name, p in preds.items()}
+    with django_capture_on_commit_callbacks(execute=True):  # the close's task runs at once
+        round_close(round_=round_)
+
+    order = sorted(subs, key=lambda name: subs[name].pk)  # stored in the order of the submissions' ids
+    z = []
+    for name in order:
+        g = ndtri((stats.rankdata(preds[name]) - 0.5) / len(preds[name]))
+        z.append((g - g.mean()) / g.std())
+    corr = np.array([[np.mean(a * b) if i != j else -np.inf for j, b in enumerate(z)] for i, a in enumerate(z)])
+    stored = RoundTruthFreeScores.objects.get(round=round_)
+    assert stored.metrics == ["mcwnm", "apcwnm", "mcwnm_partner_1"]
+    data = np.frombuffer(bytes(stored.data)).reshape(3, 3)
+    assert list(data[:, 2]) == [float(np.argmax(row)) for row in corr]
+
+    farthest = [min((j for j in range(3) if j != i), key=lambda j: corr[i, j]) for i in range(3)]
+    marked = data.copy()
+    marked[:, 2] = farthest
+    RoundTruthFreeScores.objects.filter(round=round_).update(data=marked.tobytes())
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1.0, 3)), filename="t.csv", final=True)
+    tv = TruthVersion.objects.get(round=round_)
+    assert round_version_score(round_id=round_.pk, version=tv.version) == "scored"
+
+    draws = np.random.default_rng(board_seed(bench.slug, round_.number, round_.track, tv.version)).integers(
+        0, 60, size=(1000, 60))
+    for i, name in enumerate(order):
+        partner = z[farthest[i]]
+        means = [np.mean(z[i][picks] * partner[picks]) for picks in draws]
+        row = LeaderboardRow.objects.get(round=round_, entrant__owner=users[name])
+        assert row.interval == pytest.approx(list(np.quantile(means, [0.025, 0.975])), abs=1e-12)

@@ -7,7 +7,9 @@ per pair), over random matrices and over ones built to trip a screen: near-ties 
 float32 can tell apart, every correlation negative, dead (constant) rows, exact duplicates,
 tiles of a few rows on a thread pool (so the running maxima race), long rows (the margin grows
 with them). The maximum must come out bitwise equal to the brute-force one, and the pair that
-holds it must be among the screen's candidates.
+holds it must be among the screen's candidates. Asked for each row's few most correlated
+others (MCWNM's interval resamples over them), the screen keeps the pairs near each row's
+k-th largest product and must name exactly the others every pair in float64 names.
 """
 from __future__ import annotations
 
@@ -74,8 +76,9 @@ POOL = RoundMatrix(np.zeros((1, 1)), None, None, workers=4)
     scale=st.sampled_from([1.0, 1e-3, 10.0]),
     dead_share=st.sampled_from([0.0, 0.0, 0.2, 0.9]),
     threads=st.booleans(),
+    partners=st.sampled_from([0, 1, 3]),
 )
-def test_screen_keeps_every_rows_true_maximum(seed, family, m, n, tile, scale, dead_share, threads):
+def test_screen_keeps_every_rows_true_maximum(seed, family, m, n, tile, scale, dead_share, threads, partners):
     rng = np.random.default_rng(seed)
     dead = rng.random(m) < dead_share
     rows = unit_rows(adversarial(family, m, n, scale, rng), dead)
@@ -83,8 +86,16 @@ def test_screen_keeps_every_rows_true_maximum(seed, family, m, n, tile, scale, d
     exact, best, mean = brute_force(rows, live)
     map_ = POOL.map if threads else map
 
-    got_best, got_mean = screened_max_mean(lambda cols: rows[cols].copy(), m, n, live, chunk_size=5, tile=tile,
-                                           map_=map_)
+    got_best, got_mean, got_partners = screened_max_mean(lambda cols: rows[cols].copy(), m, n, live, chunk_size=5,
+                                                         tile=tile, map_=map_, partners=partners)
+    if partners:  # each row's most correlated others, most first, the lower position first on a tie
+        want = np.full((m, partners), -1)
+        for i in np.flatnonzero(live):
+            ranked = sorted((j for j in range(m) if np.isfinite(exact[i, j])), key=lambda j: (-exact[i, j], j))
+            want[i, :len(ranked[:partners])] = ranked[:partners]
+        np.testing.assert_array_equal(got_partners, want)
+    else:
+        assert got_partners is None
     if live.sum() < 2:  # no other submission to compare with
         assert np.isnan(got_best).all() and np.isnan(got_mean).all()
         return
@@ -124,3 +135,29 @@ def test_screen_margin_covers_float32_rounding_of_unit_rows(n):
         single = float(a.astype(np.float32) @ b.astype(np.float32))
         worst = max(worst, abs(single - exact))
     assert worst <= screen_margin(n) / 2
+
+
+def test_partners_when_some_submissions_leave_ids_out():
+    """Each pair over the ids both predict: the partners follow those correlations, worked by hand
+    (gaussianized ranks of each submission over its own ids, Pearson over the shared ones)."""
+    import pandas as pd
+    from scipy import stats
+    from scipy.special import ndtri
+
+    from scoring.rounds import score_signals_round
+
+    rng = np.random.default_rng(3)
+    n, m = 200, 7
+    signal = rng.standard_normal(n)
+    frame = pd.DataFrame({f"s{k}": rng.uniform(0, 1) * signal + rng.standard_normal(n) for k in range(m)},
+                         index=[f"id{i}" for i in range(n)])
+    frame.iloc[rng.choice(n, 30, replace=False), 2] = np.nan
+    frame.iloc[rng.choice(n, 50, replace=False), 5] = np.nan
+    gauss = frame.apply(lambda col: pd.Series(ndtri((stats.rankdata(col.dropna()) - 0.5) / col.notna().sum()),
+                                              index=col.dropna().index))
+    result = score_signals_round(frame, metrics=("mcwnm",), partners=3)
+    for i in range(m):
+        corr = {j: gauss.iloc[:, [i, j]].dropna().corr().iloc[0, 1] for j in range(m) if j != i}
+        ranked = sorted(corr, key=lambda j: (-corr[j], j))
+        assert list(result.partners[i]) == ranked[:3]
+        assert result.scores["mcwnm"].iloc[i] == pytest.approx(corr[ranked[0]], abs=1e-12)

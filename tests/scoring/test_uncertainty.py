@@ -324,3 +324,14 @@ def test_signals_mcwnm_interval_on_a_large_board_resamples_each_rows_nearest_par
         largest = [max(sum(z[s][k] * z[j][k] for k in picks) / 20 for j in nearest) for picks in draws]
         assert (low[s], high[s]) == pytest.approx(tuple(np.quantile(largest, [0.025, 0.975])), abs=1e-12)
         assert high[s] <= exact[1][s] + 1e-12  # fewer partners: never above the exact interval's top
+
+    # The close stores the same partners with MCWNM (nearest first); the interval reads them, no search.
+    closing = kind.score_truth_free(inputs(), {"rank_by": "mcwnm"})
+    for s in range(len(preds)):
+        observed = {j: float(np.mean(z[s] * z[j])) for j in range(len(preds)) if j != s}
+        assert [closing["mcwnm_partner_1"][s], closing["mcwnm_partner_2"][s]] == sorted(
+            observed, key=observed.get, reverse=True)[:2]
+    given = inputs()
+    given.truth_free = closing
+    monkeypatch.setattr(signals, "nearest_partners", None)  # would fail if called
+    assert np.array_equal(kind.round_intervals(given, {"rank_by": "mcwnm"}, seed=6), (low, high))
