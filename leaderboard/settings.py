@@ -202,6 +202,9 @@ if REDIS_URL:
     CACHES: dict[str, dict[str, Any]] = {"default": {"BACKEND": "leaderboard.core.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
                           "OPTIONS": {"socket_connect_timeout": envfloat("REDIS_CONNECT_TIMEOUT", 1.0),
                                       "socket_timeout": envfloat("REDIS_TIMEOUT", 2.0)}}}
+    # Sessions read from Redis, written to both: a signed-in page costs no session query (issue 26);
+    # while Redis is down they are read from the database, where every session also is.
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                           "LOCATION": DATA_DIR / "cache"}}

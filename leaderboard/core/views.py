@@ -42,6 +42,7 @@ from leaderboard.core.models import (
     WebhookDelivery,
 )
 from leaderboard.core.outage import is_database_outage, outage_response
+from leaderboard.core.personal import BoardFind, Splice, find_me, personal_page
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.records import record_refusal
 from leaderboard.core.services.accounts import account_delete, upload_refusal
@@ -97,6 +98,13 @@ def _anonymous_request(request) -> bool:
             and not any(name in request.COOKIES for name in _PERSONAL_COOKIES))
 
 
+def _personal_request(request) -> bool:
+    """A GET that may be answered from the shared page (``personal.personal_page``): a session, no
+    Authorization and no messages cookie (what the view would show is not in the shared page)."""
+    return (request.method == "GET" and "HTTP_AUTHORIZATION" not in request.META
+            and settings.SESSION_COOKIE_NAME in request.COOKIES and "messages" not in request.COOKIES)
+
+
 def _shareable_page(request, response) -> bool:
     """Whether the page rendered is what any anonymous visitor gets: no cookie set (a CSRF token, a
     session), no CSRF token used, no message shown, nobody logged in."""
@@ -113,16 +121,23 @@ def anonymous_page_cache(view):
     Served only to a GET with no session, messages or Authorization; stored only when rendering it
     left nothing personal in it (``_shareable_page``), the benchmark is one anyone may see, and for no
     longer than until its rounds' next opening or deadline (``selectors.board_shareable_seconds``).
+    A signed-in visitor gets the same page with their own parts rendered into it, where the view
+    stored how (``request.personal_splice``; ``personal.personal_page``), else the view's page.
     """
     @wraps(view)
     def wrapper(request, slug):
         if not _anonymous_request(request):
+            if _personal_request(request):  # a signed-in visitor: the shared page with their parts in it
+                hit = public_read(slug, ("page", request.build_absolute_uri()))
+                if hit is not None and len(hit) > 2 and hit[2] is not None:
+                    response = personal_page(request, *hit)
+                    if response is not None:
+                        return response
             return view(request, slug)
         parts = ("page", request.build_absolute_uri())
         hit = public_read(slug, parts)
         if hit is not None:
-            content, content_type = hit
-            response = HttpResponse(content, content_type=content_type)
+            response = HttpResponse(hit[0], content_type=hit[1])
             patch_vary_headers(response, ("Cookie",))  # as the page rendered (it looked at the session)
             return response
         b = _benchmark(request, slug)
@@ -131,7 +146,8 @@ def anonymous_page_cache(view):
         if generation is not None and _shareable_page(request, response):
             seconds = selectors.board_shareable_seconds(b.pk, slug)
             if seconds >= 1:
-                public_store(b.pk, slug, parts, generation, (response.content, response["Content-Type"]),
+                public_store(b.pk, slug, parts, generation, (response.content, response["Content-Type"],
+                                                             getattr(request, "personal_splice", None)),
                              seconds=seconds)
         return response
 
@@ -172,6 +188,13 @@ def benchmark_detail(request, slug):
                                            "cells": presentation.board_cells(fetch().rows, columns,
                                                                              kind.metric_intervals),
                                            "notes": presentation.leaderboard_notes(kind, b.config)})))
+    closed = submissions_refusal(b, round_)  # static kinds: the leaderboard round
+    late_open = closed is not None and late_round(b) is not None  # past the deadline, still scored
+    find = BoardFind.board(round_.pk if round_ else None, split, page_size)
+    request.personal_splice = Splice(
+        benchmark_id=b.pk, slug=b.slug, daily_limit=b.daily_limit, private_revealed=b.private_revealed, find=find,
+        board_count=board.count, owners=tuple(board.rows), submit_template="core/_submit_box.html",
+        submit={"closed_message": closed, "late_open": late_open})
     return render(request, "core/benchmark_detail.html", {
         "benchmark": b,
         "kind": kind,
@@ -179,8 +202,7 @@ def benchmark_detail(request, slug):
         "format_html": render_markdown(kind.format_help(b.config)),
         "board_html": board_html,
         "board": board,
-        "find_me": selectors.leaderboard_find(b, split=split, viewer=request.user, round_=round_,
-                                              page_size=page_size),
+        "find_me": find_me(find, b, request.user, mine),
         "split": split,
         "private_visible": selectors.private_visible(b, request.user),
         "columns": columns,
@@ -188,8 +210,8 @@ def benchmark_detail(request, slug):
         "intervals": kind.metric_intervals,
         "notes": presentation.leaderboard_notes(kind, b.config),
         "round": round_,
-        "closed_message": (closed := submissions_refusal(b, round_)),  # static kinds: the leaderboard round
-        "late_open": closed is not None and late_round(b) is not None,  # past the deadline, still scored
+        "closed_message": closed,
+        "late_open": late_open,
         "has_training": has_training,
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
         "resets_at": next_reset(),
@@ -253,15 +275,21 @@ def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
     rounds = selectors.rounds_of(b)
     open_ids = set(selectors.rounds_open(b).values_list("pk", flat=True))
     current = selectors.current_round(b)
+    open_rounds = [r for r in rounds if r.pk in open_ids]
+    find = BoardFind.standings(track, page_size)
+    request.personal_splice = Splice(
+        benchmark_id=b.pk, slug=b.slug, daily_limit=b.daily_limit, private_revealed=b.private_revealed, find=find,
+        board_count=board.count, owners=tuple(board.rows), submit_template="core/_round_submit_box.html",
+        submit={"open_round": open_rounds[0].number if open_rounds else None})
     return render(request, "core/round_benchmark_detail.html", {
         "current": current, "universe": universe_link(kind, current) if current else None,
         "benchmark": b, "kind": kind, "track": track,
         "description_html": render_markdown(b.description),
         "format_html": render_markdown(kind.format_help(b.config)),
         "board": board, "board_html": board_html, "columns": columns,
-        "find_me": selectors.standings_find(b, request.user, track=track, page_size=page_size),
+        "find_me": find_me(find, b, request.user, mine),
         "note": kind.leaderboard_note(b.config),
-        "rounds": rounds, "open_rounds": [r for r in rounds if r.pk in open_ids],
+        "rounds": rounds, "open_rounds": open_rounds, "open_round": open_rounds[0].number if open_rounds else None,
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
     })
 

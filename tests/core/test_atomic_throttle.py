@@ -67,9 +67,13 @@ def test_throttle_limit_holds_when_one_client_races_it(mini_benchmark, settings,
         assert sorted(statuses) == [200] * 15 + [429] * 25
     else:  # the file cache's read and write are not atomic: the limit may be passed by a few, never halved
         assert statuses.count(200) >= 15
-    # A new address is not affected; the raced one stays refused, saying when to retry.
+    # A new address is not affected; the raced one stays refused, saying when to retry (on the file
+    # cache, writes lost in the race may leave it a few more before it is).
     assert _get(Client(), "10.9.9.8", "/api/benchmarks/").status_code == 200
-    refused = _get(Client(), "10.9.9.9", "/api/benchmarks/")
+    for _ in range(1 if _on_redis() else 15):
+        refused = _get(Client(), "10.9.9.9", "/api/benchmarks/")
+        if refused.status_code == 429:
+            break
     assert refused.status_code == 429 and 0 < int(refused["Retry-After"]) <= 60
 
 

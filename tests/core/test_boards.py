@@ -82,6 +82,28 @@ def test_board_page_finds_the_viewer(mini_benchmark, client, users):
     assert 'aria-current="page">3<' in page3
 
 
+def test_find_me_follows_the_board_and_the_viewers_entrants(mini_benchmark, client, users):
+    """"Find me" is kept with the board (no query while it is unchanged) but never goes stale: a board
+    change moves it, and so does an entrant the viewer gains; a viewer with none gets no link."""
+    fill_board(mini_benchmark, 300)
+    Entrant.objects.filter(name="e234").update(owner=users["member"])
+    client.force_login(users["member"])
+    assert 'href="?split=public&amp;page=3#rank-235"' in client.get("/b/mini-props/").content.decode()
+    with CaptureQueriesContext(connection) as again:
+        assert 'href="?split=public&amp;page=3#rank-235"' in client.get("/b/mini-props/").content.decode()
+    assert not [q for q in again.captured_queries if "COUNT(" in q["sql"]]  # the rank was not counted again
+
+    Entrant.objects.filter(name="e40").update(owner=users["member"])  # say, a team the viewer joined
+    assert 'href="?split=public&amp;page=1#rank-41"' in client.get("/b/mini-props/").content.decode()
+
+    LeaderboardRow.objects.filter(entrant__name="e234").update(score=1000.0, order_value=-1000.0)
+    boards_changed(mini_benchmark.pk)  # as the services that write board rows do
+    assert 'href="?split=public&amp;page=1#rank-1"' in client.get("/b/mini-props/").content.decode()
+
+    client.force_login(users["outsider"])
+    assert 'data-role="find-me"' not in client.get("/b/mini-props/").content.decode()
+
+
 @pytest.mark.parametrize("url", ["/b/mini-props/", "/b/mini-props/?page=2&page_size=10",
                                  "/api/benchmarks/mini-props/leaderboard/",
                                  "/api/benchmarks/mini-props/leaderboard/?page=2&page_size=20"])

@@ -1,0 +1,120 @@
+"""A signed-in visitor's benchmark page made from the anonymous visitor's cached page (issue 26): byte for
+byte the page the view renders for them (their name and logout form, uploads left today, "find me",
+their rows marked), without the benchmark's queries or the page's template, and never another
+visitor's parts; whoever could see something else (staff before the reveal, messages waiting) gets
+the view's page."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib import messages
+from django.contrib.messages.storage.base import Message
+from django.contrib.messages.storage.cookie import CookieStorage
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from leaderboard.core.models import DailyQuota, Entrant
+from leaderboard.core.quota import utc_day
+from tests.core.test_boards import fill_board
+from tests.core.test_round_pages import rounds  # noqa: F401 -- a fixture
+
+PAGE = "/b/mini-props/"
+CSRF = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"')
+
+
+def _same(a: bytes, b: bytes) -> str:
+    """The page without its CSRF token (masked afresh on every render)."""
+    assert CSRF.search(a.decode()) and CSRF.search(b.decode())
+    return CSRF.sub("csrf", a.decode()), CSRF.sub("csrf", b.decode())
+
+
+def _views_page(client, url, settings):
+    """What the view renders for the signed-in visitor, the shared page set aside."""
+    settings.BOARD_CACHE_SECONDS = 0
+    try:
+        return client.get(url)
+    finally:
+        settings.BOARD_CACHE_SECONDS = 300
+
+
+def _spliced(client, url):
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200
+    assert not [q for q in queries.captured_queries if "core_benchmark" in q["sql"]], "the view rendered it"
+    return response, queries
+
+
+@pytest.mark.parametrize("url", [PAGE, f"{PAGE}?split=public&page=3", f"{PAGE}?page=2&page_size=50"])
+def test_signed_in_page_from_the_shared_page_is_the_views_page(mini_benchmark, users, client, settings, url):
+    fill_board(mini_benchmark, 300)
+    Entrant.objects.filter(name__in=["e234", "e240", "e7"]).update(owner=users["member"])
+    DailyQuota.objects.create(benchmark=mini_benchmark, user=users["member"], day=utc_day(), used=2)
+    anonymous = client.get(url)  # the shared page, stored
+    client.force_login(users["member"])
+    spliced, queries = _spliced(client, url)  # "find me" counted (two queries), then kept with the board
+    assert len(queries) <= 6, [q["sql"][:100] for q in queries.captured_queries]
+    again, queries = _spliced(client, url)  # the session, the user, their entrants, today's quota
+    assert len(queries) <= 4 and _same(again.content, spliced.content)[0] == _same(again.content, spliced.content)[1]
+    expected = _views_page(client, url, settings)
+    got, want = _same(spliced.content, expected.content)
+    assert got == want
+    assert spliced["Content-Type"] == expected["Content-Type"] and "Cookie" in spliced["Vary"]
+    html = spliced.content.decode()
+    assert "member" in html and "Log out" in html and "Log in to submit" not in html
+    assert f"<strong>{mini_benchmark.daily_limit - 2}</strong>" in html
+    assert 'data-role="find-me" href="?split=public&amp;page=1#rank-8"' in html  # e7, the best of the three
+    assert len(re.findall(r'class="mine"', html)) == {PAGE: 1, f"{PAGE}?split=public&page=3": 2,
+                                                     f"{PAGE}?page=2&page_size=50": 0}[url]
+    assert b"member" not in anonymous.content and b'class="mine"' not in anonymous.content
+
+
+def test_each_visitor_gets_their_own_parts(mini_benchmark, users, client, settings):
+    fill_board(mini_benchmark, 30)
+    Entrant.objects.filter(name="e3").update(owner=users["owner"])
+    client.get(PAGE)
+    client.force_login(users["owner"])
+    owner_page, _ = _spliced(client, PAGE)
+    client.force_login(users["outsider"])
+    DailyQuota.objects.create(benchmark=mini_benchmark, user=users["outsider"], day=utc_day(),
+                              used=mini_benchmark.daily_limit)
+    outsider_page, _ = _spliced(client, PAGE)
+    got, want = _same(outsider_page.content, _views_page(client, PAGE, settings).content)
+    assert got == want
+    html = outsider_page.content.decode()
+    assert "outsider" in html and ">owner<" not in html.split("</header>")[0]
+    assert 'class="mine"' not in html and 'data-role="find-me"' not in html
+    assert "Daily limit reached" in html
+    assert 'id="rank-4" class="mine"' in owner_page.content.decode()
+
+
+def test_staff_and_waiting_messages_get_the_views_page(mini_benchmark, users, client, rf):
+    fill_board(mini_benchmark, 5)
+    client.get(PAGE)
+    client.force_login(users["organiser"])  # staff see the private split's tab before the reveal
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(PAGE).content.decode()
+    assert [q for q in queries.captured_queries if "core_benchmark" in q["sql"]]
+    assert 'role="tablist"' in html
+
+    client.force_login(users["member"])
+    client.cookies["messages"] = CookieStorage(rf.get("/"))._encode(  # as a redirect after an action leaves it
+        [Message(messages.INFO, "Your team invitation was accepted.")])
+    html = client.get(PAGE).content.decode()
+    assert "Your team invitation was accepted." in html
+
+
+def test_round_benchmark_standings_page_for_a_signed_in_visitor(rounds, users, client, settings):  # noqa: F811
+    bench = rounds[0]
+    page = f"/b/{bench.slug}/"
+    client.get(page)  # the shared page, stored
+    client.force_login(users["member"])
+    spliced, _ = _spliced(client, page)
+    got, want = _same(spliced.content, _views_page(client, page, settings).content)
+    assert got == want
+    html = spliced.content.decode()
+    used = DailyQuota.objects.get(benchmark=bench, user=users["member"], day=utc_day()).used  # round 1's upload
+    assert "Submit to round 2" in html and f"<strong>{bench.daily_limit - used}</strong> submissions left" in html
+    assert re.search(r'<tr id="rank-\d" class="mine" data-entrant="member"', html)
+    assert 'data-role="find-me"' in html
