@@ -998,7 +998,7 @@ class PairStats(NamedTuple):
 def screened_max_mean(unit_rows: Callable[[np.ndarray], np.ndarray], m: int, n: int, live: np.ndarray, *,
                       chunk_size: int = DEFAULT_CHUNK_SIZE, tile: int = PAIRWISE_TILE,
                       map_: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] = map,
-                      partners: int = 0) -> PairStats:
+                      partners: int = 0, workers: int = 0) -> PairStats:
     """Per row, the max and mean of its dot products with every other live row, exact in float64,
     and with ``partners`` > 0 the rows holding its ``partners`` largest (``PairStats``).
 
@@ -1009,8 +1009,12 @@ def screened_max_mean(unit_rows: Callable[[np.ndarray], np.ndarray], m: int, n: 
     float32 copy (half the memory and twice BLAS' speed of float64), and only its candidate
     pairs are computed in float64; the partners likewise, from a screen that keeps each row's
     ``partners`` largest. ``map_`` runs chunks and tiles in order (a thread pool: each tile is
-    one BLAS call).
+    one BLAS call); ``workers`` > 0 runs them on a pool of its own instead, one BLAS thread each.
     """
+    if workers:
+        with ThreadPoolExecutor(max_workers=workers) as pool, threadpool_limits(1):
+            return screened_max_mean(unit_rows, m, n, live, chunk_size=chunk_size, tile=tile, map_=pool.map,
+                                     partners=partners)
     live_count = int(live.sum())
     if live_count < 2:
         return PairStats(np.full(m, np.nan), np.full(m, np.nan),

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import ndtri
-from threadpoolctl import threadpool_limits
 
 from scoring import csvfile
 from scoring.errors import RowError, ValidationFailed
@@ -645,10 +644,8 @@ def nearest_partners(z: np.ndarray, partners: int) -> np.ndarray:
         rows = z[:, cols].T
         return rows / np.sqrt(np.einsum("ij,ij->i", rows, rows))[:, None]
 
-    # tiles two at a time, one BLAS thread each (as the close runs them)
-    with ThreadPoolExecutor(max_workers=_INTERVAL_THREADS) as pool, threadpool_limits(1):
-        near = screened_max_mean(unit_rows, m, ids, live, partners=partners, chunk_size=_INTERVAL_BLOCK,
-                                 map_=pool.map).partners
+    near = screened_max_mean(unit_rows, m, ids, live, partners=partners, chunk_size=_INTERVAL_BLOCK,
+                             workers=_INTERVAL_THREADS).partners
     assert near is not None
     return near
 

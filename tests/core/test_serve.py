@@ -147,7 +147,9 @@ def test_serve_restarts_a_worker_that_runs_but_makes_no_progress(mini_bundle, us
         assert code == 202, payload
         wait_for(lambda: serve.pids("scoring worker")[-1] != first, timeout=90, message="serve to restart the worker")
         assert f"the scoring worker (pid {first}) makes no progress" in serve.log()
-        assert "it does not consume" in serve.log()
+        # Its pool still beats, so it is found not consuming; on a loaded machine the pool's beats
+        # can lapse past the limit too, and it is found silent (test_liveness.py checks each reason).
+        assert "it does not consume" in serve.log() or "no heartbeat" in serve.log()
         wait_for(lambda: _statuses(users["owner"]) == ["scored"], timeout=90,
                  message="the new worker to score what waited")
         # 2. The whole worker hangs, pool included: no heartbeat at all.
