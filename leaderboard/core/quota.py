@@ -106,13 +106,18 @@ def quota_remaining(*, user, benchmark: Benchmark) -> int:
     # one matches). Written out: it runs on every signed-in page view, and building it through the
     # ORM cost more CPU than the query itself (issue 26).
     with connection.cursor() as cursor:
-        cursor.execute(_USED_SQL, {"benchmark": benchmark.pk, "user": user.pk,
-                                   "day": connection.ops.adapt_datefield_value(utc_day())})
+        cursor.execute(QUOTA_USED_SQL, quota_used_params(user=user, benchmark=benchmark))
         row = cursor.fetchone()
     return max(0, benchmark.daily_limit - (row[0] if row else 0))
 
 
-_USED_SQL = (
+def quota_used_params(*, user, benchmark: Benchmark) -> dict:
+    """The parameters of ``QUOTA_USED_SQL``: today's row of ``user`` (or their team) on ``benchmark``."""
+    return {"benchmark": benchmark.pk, "user": user.pk, "day": connection.ops.adapt_datefield_value(utc_day())}
+
+
+# What ``user`` (or their team) used today on ``benchmark``: at most one row (``quota_remaining``).
+QUOTA_USED_SQL = (
     f"SELECT q.used FROM {DailyQuota._meta.db_table} q WHERE q.benchmark_id = %(benchmark)s AND q.day = %(day)s"
     f" AND (q.team_id IN (SELECT m.team_id FROM {TeamMembership._meta.db_table} m"
     f" WHERE m.user_id = %(user)s AND m.benchmark_id = %(benchmark)s)"

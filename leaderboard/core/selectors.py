@@ -137,11 +137,11 @@ def viewer_entrant_ids(viewer) -> set[int]:
     if not getattr(viewer, "is_authenticated", False):
         return set()
     with connection.cursor() as cursor:
-        cursor.execute(_VIEWER_ENTRANTS_SQL, {"user": viewer.pk})
+        cursor.execute(VIEWER_ENTRANTS_SQL, {"user": viewer.pk})
         return {row[0] for row in cursor.fetchall()}
 
 
-_VIEWER_ENTRANTS_SQL = (  # two index lookups (owner, membership's user) rather than one scan for an OR
+VIEWER_ENTRANTS_SQL = (  # viewer_entrant_ids; two index lookups (owner, membership's user) rather than one scan for an OR
     f"SELECT e.id FROM {Entrant._meta.db_table} e WHERE e.owner_id = %(user)s AND NOT EXISTS"
     f" (SELECT 1 FROM {Team._meta.db_table} t WHERE t.entrant_id = e.id) UNION SELECT t.entrant_id FROM"
     f" {Team._meta.db_table} t JOIN {TeamMembership._meta.db_table} m ON m.team_id = t.id WHERE m.user_id = %(user)s")
