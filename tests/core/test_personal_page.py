@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from leaderboard.core.models import DailyQuota, Entrant
 from leaderboard.core.quota import utc_day
 from tests.core.test_boards import fill_board
+from tests.core.test_public_reads import _uncached  # what the view renders, the shared page set aside
 from tests.core.test_round_pages import rounds  # noqa: F401 -- a fixture
 
 PAGE = "/b/mini-props/"
@@ -29,15 +30,6 @@ def _same(a: bytes, b: bytes) -> str:
     return CSRF.sub("csrf", a.decode()), CSRF.sub("csrf", b.decode())
 
 
-def _views_page(client, url, settings):
-    """What the view renders for the signed-in visitor, the shared page set aside."""
-    settings.BOARD_CACHE_SECONDS = 0
-    try:
-        return client.get(url)
-    finally:
-        settings.BOARD_CACHE_SECONDS = 300
-
-
 def _spliced(client, url):
     with CaptureQueriesContext(connection) as queries:
         response = client.get(url)
@@ -47,7 +39,7 @@ def _spliced(client, url):
 
 
 @pytest.mark.parametrize("url", [PAGE, f"{PAGE}?split=public&page=3", f"{PAGE}?page=2&page_size=50"])
-def test_signed_in_page_from_the_shared_page_is_the_views_page(mini_benchmark, users, client, settings, url):
+def test_signed_in_page_from_the_shared_page_is_the_uncached(mini_benchmark, users, client, settings, url):
     fill_board(mini_benchmark, 300)
     Entrant.objects.filter(name__in=["e234", "e240", "e7"]).update(owner=users["member"])
     DailyQuota.objects.create(benchmark=mini_benchmark, user=users["member"], day=utc_day(), used=2)
@@ -57,7 +49,7 @@ def test_signed_in_page_from_the_shared_page_is_the_views_page(mini_benchmark, u
     assert len(queries) <= 5, [q["sql"][:100] for q in queries.captured_queries]
     again, queries = _spliced(client, url)  # the session (none from Redis), the user, their entrants and quota
     assert len(queries) <= 3 and _same(again.content, spliced.content)[0] == _same(again.content, spliced.content)[1]
-    expected = _views_page(client, url, settings)
+    expected = _uncached(client, url, settings)
     got, want = _same(spliced.content, expected.content)
     assert got == want
     assert spliced["Content-Type"] == expected["Content-Type"] and "Cookie" in spliced["Vary"]
@@ -80,7 +72,7 @@ def test_each_visitor_gets_their_own_parts(mini_benchmark, users, client, settin
     DailyQuota.objects.create(benchmark=mini_benchmark, user=users["outsider"], day=utc_day(),
                               used=mini_benchmark.daily_limit)
     outsider_page, _ = _spliced(client, PAGE)
-    got, want = _same(outsider_page.content, _views_page(client, PAGE, settings).content)
+    got, want = _same(outsider_page.content, _uncached(client, PAGE, settings).content)
     assert got == want
     html = outsider_page.content.decode()
     assert "outsider" in html and ">owner<" not in html.split("</header>")[0]
@@ -89,7 +81,7 @@ def test_each_visitor_gets_their_own_parts(mini_benchmark, users, client, settin
     assert 'id="rank-4" class="mine"' in owner_page.content.decode()
 
 
-def test_staff_and_waiting_messages_get_the_views_page(mini_benchmark, users, client, rf):
+def test_staff_and_waiting_messages_get_the_uncached(mini_benchmark, users, client, rf):
     fill_board(mini_benchmark, 5)
     client.get(PAGE)
     client.force_login(users["organiser"])  # staff see the private split's tab before the reveal
@@ -111,7 +103,7 @@ def test_round_benchmark_standings_page_for_a_signed_in_visitor(rounds, users, c
     client.get(page)  # the shared page, stored
     client.force_login(users["member"])
     spliced, _ = _spliced(client, page)
-    got, want = _same(spliced.content, _views_page(client, page, settings).content)
+    got, want = _same(spliced.content, _uncached(client, page, settings).content)
     assert got == want
     html = spliced.content.decode()
     used = DailyQuota.objects.get(benchmark=bench, user=users["member"], day=utc_day()).used  # round 1's upload
@@ -133,7 +125,7 @@ def test_a_team_members_page_marks_the_teams_row_and_counts_the_teams_uploads(mi
     client.get(PAGE)
     client.force_login(users["member"])
     spliced, _ = _spliced(client, PAGE)
-    got, want = _same(spliced.content, _views_page(client, PAGE, settings).content)
+    got, want = _same(spliced.content, _uncached(client, PAGE, settings).content)
     assert got == want
     html = spliced.content.decode()
     assert 'id="rank-6" class="mine"' in html and html.count('class="mine"') == 1
