@@ -1,8 +1,10 @@
 """Server-rendered pages. Thin: they call the same services and selectors as the API."""
 from __future__ import annotations
 
+import copy
 import sys
 from functools import lru_cache, wraps
+from importlib import import_module
 from typing import Any
 
 import markdown
@@ -12,7 +14,9 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model, logout
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.views import LoginView
+from django.contrib.messages.storage import default_storage
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseServerError, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -122,36 +126,61 @@ def anonymous_page_cache(view):
     left nothing personal in it (``_shareable_page``), the benchmark is one anyone may see, and for no
     longer than until its rounds' next opening or deadline (``selectors.board_shareable_seconds``).
     A signed-in visitor gets the same page with their own parts rendered into it, where the view
-    stored how (``request.personal_splice``; ``personal.personal_page``), else the view's page.
+    stored how (``request.personal_splice``; ``personal.personal_page``), else the view's page; when
+    no anonymous visitor has asked for it since the board last changed, it is rendered as one would
+    get it first (``_as_anonymous``) and stored.
     """
-    @wraps(view)
-    def wrapper(request, slug):
-        if not _anonymous_request(request):
-            if _personal_request(request):  # a signed-in visitor: the shared page with their parts in it
-                hit = public_read(slug, ("page", request.build_absolute_uri()))
-                if hit is not None and len(hit) > 2 and hit[2] is not None:
-                    response = personal_page(request, *hit)
-                    if response is not None:
-                        return response
-            return view(request, slug)
-        parts = ("page", request.build_absolute_uri())
-        hit = public_read(slug, parts)
-        if hit is not None:
-            response = HttpResponse(hit[0], content_type=hit[1])
-            patch_vary_headers(response, ("Cookie",))  # as the page rendered (it looked at the session)
-            return response
+    def render_shared(request, slug, parts):
+        """The view's page for ``request`` (anonymous), stored for anyone when nothing personal is in it:
+        ``(response, the stored entry or None)``."""
         b = _benchmark(request, slug)
         generation = current_generation(b.pk)  # before the page reads the database
         response = view(request, slug)
         if generation is not None and _shareable_page(request, response):
             seconds = selectors.board_shareable_seconds(b.pk, slug)
             if seconds >= 1:
-                public_store(b.pk, slug, parts, generation, (response.content, response["Content-Type"],
-                                                             getattr(request, "personal_splice", None)),
-                             seconds=seconds)
-        return response
+                entry = (response.content, response["Content-Type"], getattr(request, "personal_splice", None))
+                public_store(b.pk, slug, parts, generation, entry, seconds=seconds)
+                return response, entry
+        return response, None
+
+    @wraps(view)
+    def wrapper(request, slug):
+        parts = ("page", request.build_absolute_uri())
+        if not _anonymous_request(request):
+            if _personal_request(request):  # a signed-in visitor: the shared page with their parts in it
+                hit = public_read(slug, parts)
+                if hit is None and request.user.is_authenticated:  # none yet: render the anonymous one once
+                    try:
+                        hit = render_shared(_as_anonymous(request), slug, parts)[1]
+                    except Http404:  # not a page anyone may see: the view answers this visitor
+                        hit = None
+                if hit is not None and len(hit) > 2 and hit[2] is not None:
+                    response = personal_page(request, *hit)
+                    if response is not None:
+                        return response
+            return view(request, slug)
+        hit = public_read(slug, parts)
+        if hit is not None:
+            response = HttpResponse(hit[0], content_type=hit[1])
+            patch_vary_headers(response, ("Cookie",))  # as the page rendered (it looked at the session)
+            return response
+        return render_shared(request, slug, parts)[0]
 
     return wrapper
+
+
+def _as_anonymous(request):
+    """A copy of ``request`` as an anonymous visitor makes it: no cookies, session, user or messages of
+    the signed-in visitor's (what the copy's view does to them never reaches the real response)."""
+    anonymous = copy.copy(request)
+    anonymous.COOKIES = {}
+    anonymous.META = {k: v for k, v in request.META.items() if k not in ("HTTP_COOKIE", "CSRF_COOKIE")}
+    anonymous.user = AnonymousUser()
+    anonymous.session = import_module(settings.SESSION_ENGINE).SessionStore()  # empty, never saved
+    anonymous._messages = default_storage(anonymous)
+    anonymous.personal_splice = None
+    return anonymous
 
 
 @anonymous_page_cache

@@ -131,3 +131,38 @@ def test_a_team_members_page_marks_the_teams_row_and_counts_the_teams_uploads(mi
     assert 'id="rank-6" class="mine"' in html and html.count('class="mine"') == 1
     assert f"<strong>{mini_benchmark.daily_limit - 3}</strong>" in html
     assert 'href="?split=public&amp;page=1#rank-6"' in html
+
+
+def test_a_signed_in_visitor_first_stores_the_anonymous_page_and_gets_theirs_from_it(
+        mini_benchmark, users, client, settings, django_assert_num_queries):
+    """Nobody anonymous has asked since the board changed: the first signed-in visitor has the anonymous
+    page rendered and stored (as an anonymous visitor would have), gets theirs from it, and what was
+    stored is the anonymous page, with nothing of theirs in it."""
+    from django.test import Client
+
+    fill_board(mini_benchmark, 30)
+    Entrant.objects.filter(name="e3").update(owner=users["member"])
+    client.force_login(users["member"])
+    first = client.get(PAGE)
+    # the visitor's session and messages untouched (the logout form's CSRF cookie, as the view sets it)
+    assert first.status_code == 200 and set(first.cookies) <= {settings.CSRF_COOKIE_NAME}
+    got, want = _same(first.content, _uncached(client, PAGE, settings).content)
+    assert got == want
+    assert 'id="rank-4" class="mine"' in first.content.decode()
+    anonymous = Client()
+    with django_assert_num_queries(0):  # what the signed-in visit stored
+        shared = anonymous.get(PAGE)
+    assert shared.status_code == 200 and b"member" not in shared.content and b'class="mine"' not in shared.content
+    assert shared.content == _uncached(anonymous, PAGE, settings).content
+    _spliced(client, PAGE)  # and the next signed-in visit uses it
+
+
+def test_staff_on_an_unpublished_benchmark_get_the_views_page(mini_benchmark, users, client):
+    fill_board(mini_benchmark, 5)
+    mini_benchmark.is_published = False
+    mini_benchmark.save()
+    client.force_login(users["organiser"])
+    html = client.get(PAGE).content.decode()
+    assert "unpublished" in html and "organiser" in html
+    client.force_login(users["member"])
+    assert client.get(PAGE).status_code == 404
