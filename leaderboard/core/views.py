@@ -130,11 +130,14 @@ def anonymous_page_cache(view):
     no anonymous visitor has asked for it since the board last changed, it is rendered as one would
     get it first (``_as_anonymous``) and stored.
     """
-    def render_shared(request, slug, parts):
+    def render_shared(request, slug, parts, *, only_to_store: bool = False):
         """The view's page for ``request`` (anonymous), stored for anyone when nothing personal is in it:
-        ``(response, the stored entry or None)``."""
+        ``(response, the stored entry or None)``. ``only_to_store``: not rendered at all (``(None,
+        None)``) when the cache cannot keep it (turned off, Redis unreachable), as nobody would read it."""
         b = _benchmark(request, slug)
         generation = current_generation(b.pk)  # before the page reads the database
+        if generation is None and only_to_store:
+            return None, None
         response = view(request, slug)
         if generation is not None and _shareable_page(request, response):
             seconds = selectors.board_shareable_seconds(b.pk, slug)
@@ -152,7 +155,7 @@ def anonymous_page_cache(view):
                 hit = public_read(slug, parts)
                 if hit is None and request.user.is_authenticated:  # none yet: render the anonymous one once
                     try:
-                        hit = render_shared(_as_anonymous(request), slug, parts)[1]
+                        hit = render_shared(_as_anonymous(request), slug, parts, only_to_store=True)[1]
                     except Http404:  # not a page anyone may see: the view answers this visitor
                         hit = None
                 if hit is not None and len(hit) > 2 and hit[2] is not None:

@@ -166,3 +166,16 @@ def test_staff_on_an_unpublished_benchmark_get_the_views_page(mini_benchmark, us
     assert "unpublished" in html and "organiser" in html
     client.force_login(users["member"])
     assert client.get(PAGE).status_code == 404
+
+
+def test_with_the_board_cache_off_a_signed_in_page_is_rendered_once(mini_benchmark, users, client, settings):
+    """Nothing can be shared when the cache keeps nothing (turned off, Redis unreachable): the signed-in
+    visitor's page is the view's, rendered once, not an anonymous copy first that nobody would read."""
+    fill_board(mini_benchmark, 5)
+    client.force_login(users["member"])
+    settings.BOARD_CACHE_SECONDS = 0
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(PAGE).status_code == 200
+    counts = [q for q in queries.captured_queries if q["sql"].startswith("SELECT COUNT(*)")
+              and '"core_leaderboardrow"' in q["sql"]]
+    assert len(counts) == 1, counts  # the board counted once: one render
