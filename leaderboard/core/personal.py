@@ -3,8 +3,7 @@
 A benchmark's page (a static one's board, a round one's standings) differs between visitors in four
 places only: the navigation (who is signed in, with the logout form's CSRF token), the submit box
 (how many uploads are left today), "find me" (the viewer's best rank) and which rows of the board
-are the viewer's. The page an anonymous visitor gets
-is cached whole for the board's generation (``views.anonymous_page_cache``); it marks the first three
+are the viewer's. The page an anonymous visitor gets is cached whole for the board's generation (``views.anonymous_page_cache``); it marks the first three
 with ``<!--v:NAME-->...<!--/v:NAME-->`` and renders every row as ``<tr id="rank-N" class="" ...>``. For a
 signed-in visitor, ``personal_page`` renders those three parts alone, with the same templates the whole
 page includes (core/_site_nav.html, the submit box's template, core/_find_me.html), puts them between the
@@ -13,7 +12,7 @@ marks and marks the viewer's rows ``class="mine"``: byte for byte the page the v
 with today's quota) and no full template render.
 
 It gives up (None: the view renders the page) whenever the result could differ: no cached page or no
-``Splice`` stored with it (a page the view did not mark, such as a round benchmark's), a viewer who
+``Splice`` stored with it (an entry stored before the view marked its pages), a viewer who
 sees more than anyone (staff before the private split is revealed), or a mark or row that is not
 where it should be; a request with messages waiting (django.contrib.messages' cookie: the session
 holds only what overflows it) never comes here (``views._personal_request``).

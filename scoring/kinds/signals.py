@@ -82,6 +82,9 @@ MCWNM_MAX_PARTNERS = 8
 # itself) with the truth-free metrics, one column per place, nearest first (a position among the
 # counted submissions; -1: none), so the resolve's interval needs no pairs.
 MCWNM_PARTNER_PREFIX = "mcwnm_partner_"
+_MAX_PAIR_TERMS = 4_000_000  # per-id pair products held at once (32 MB)
+FEATURE_PREFIX = "feature_"
+DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 
 
 def mcwnm_interval_partners(m: int, ids: int) -> int:
@@ -91,9 +94,7 @@ def mcwnm_interval_partners(m: int, ids: int) -> int:
     if m < 2 or BOARD_RESAMPLES * m * m * ids <= MCWNM_INTERVAL_BUDGET:
         return 0
     return min(m - 1, MCWNM_MAX_PARTNERS, max(1, MCWNM_PARTNER_BUDGET // (BOARD_RESAMPLES * m * ids)))
-_MAX_PAIR_TERMS = 4_000_000  # per-id pair products held at once (32 MB)
-FEATURE_PREFIX = "feature_"
-DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+
 
 METRICS = (
     MetricSpec("corr", "CORR", True, "{:.4f}", "numerai corr: Pearson of pow1.5(gaussianized rank) with "
