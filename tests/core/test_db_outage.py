@@ -128,11 +128,37 @@ def test_db_outage_worker_retries_scoring_and_scores_once_the_database_returns(m
         wait_for(lambda: (connection.close() or Submission.objects.get(pk=sub.pk).status) == "scored", timeout=30,
                  message="the upload to be scored after the database returned")
     finally:
+        text = stop_worker(worker)  # first: the writes that follow a scoring are not the outage this test makes
         relay.stop()
-        text = stop_worker(worker)
     outage = [line for line in text.splitlines() if "database unreachable" in line or "heartbeat not" in line]
     print("\n".join(outage))
     assert any("scoring tasks retried 10 s later" in line for line in outage), text[-3000:]
     assert any("periodic jobs skipped until their next run" in line for line in outage), text[-3000:]
     assert len(outage) <= 5, "\n".join(outage)  # one per kind of failure, not one per task or sweep
     assert "Traceback" not in text, text[-4000:]
+
+
+def test_db_outage_while_recording_a_scoring_time_is_one_line_without_traceback(caplog):
+    """The worker's last write after scoring (the timing histogram) meets an unreachable database:
+    one warning saying so, no traceback, and the scoring it followed is not failed."""
+    from leaderboard.core import outage
+    from leaderboard.core.services.timings import timing_record
+
+    relay, _ = _relayed_database()
+    port = connection.settings_dict["PORT"]
+    outage._last_logged.clear()
+    try:
+        connection.close()
+        connection.settings_dict["PORT"] = relay.port
+        relay.stop()
+        with caplog.at_level("WARNING"):
+            timing_record(metric="scoring", kind="properties", seconds=0.2)
+            timing_record(metric="scoring", kind="properties", seconds=0.3)
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = port
+        relay.stop()
+    lines = [r for r in caplog.records if r.name.startswith("leaderboard.")]
+    assert len(lines) == 1, [r.getMessage() for r in lines]  # the second failure is counted, not logged
+    assert "database unreachable, a scoring time not recorded" in lines[0].getMessage()
+    assert lines[0].exc_info is None

@@ -3,7 +3,9 @@
 A worker records one observation after its work has committed, in a short
 statement of its own: one UPDATE of one row (``count + 1``, ``seconds + s``),
 so concurrent workers queue on that row for microseconds and never inside their
-scoring transaction. A failure to record is logged and never fails the scoring.
+scoring transaction. A failure to record is logged and never fails the scoring;
+an unreachable database is one line through ``outage_report`` (no traceback),
+like every other outage the worker meets.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from leaderboard.core.models import TimingBucket
+from leaderboard.core.outage import is_database_outage, outage_report
 
 log = logging.getLogger("leaderboard.timings")
 
@@ -50,8 +53,11 @@ def timing_record(*, metric: str, kind: str, seconds: float) -> None:
                 TimingBucket.objects.create(metric=metric, kind=kind, le=le, count=1, seconds=seconds)
         except IntegrityError:  # another worker made the row first
             rows.update(count=F("count") + 1, seconds=F("seconds") + seconds)
-    except Exception:
-        log.exception("could not record a %s time of %.3f s for %s", metric, seconds, kind)
+    except Exception as exc:
+        if is_database_outage(exc):
+            outage_report(exc, doing=f"a {metric} time not recorded")
+        else:
+            log.exception("could not record a %s time of %.3f s for %s", metric, seconds, kind)
 
 
 def timing_histograms(metric: str) -> dict[str, tuple[list[tuple[str, int]], float]]:
