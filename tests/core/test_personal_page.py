@@ -179,3 +179,52 @@ def test_with_the_board_cache_off_a_signed_in_page_is_rendered_once(mini_benchma
     counts = [q for q in queries.captured_queries if q["sql"].startswith("SELECT COUNT(*)")
               and '"core_leaderboardrow"' in q["sql"]]
     assert len(counts) == 1, counts  # the board counted once: one render
+
+
+def test_the_user_loaded_by_plain_sql_is_the_one_django_loads(mini_benchmark, users, client):
+    """``session_user`` reads the user row by plain SQL: every field equals the ORM's, types included
+    (datetimes aware, booleans bool, on SQLite as on PostgreSQL)."""
+    from django.contrib.auth import get_user_model
+    from django.test import RequestFactory
+    from django.utils import timezone
+
+    from leaderboard.core.personal import session_user
+
+    User = get_user_model()
+    User.objects.filter(pk=users["member"].pk).update(last_login=timezone.now(), first_name="Zoë")
+    client.force_login(users["member"])
+    request = RequestFactory().get(PAGE)
+    request.session = client.session
+    got = session_user(request)
+    want = User.objects.get(pk=users["member"].pk)
+    assert got is not None and request.user is got
+    for field in User._meta.concrete_fields:
+        assert getattr(got, field.attname) == getattr(want, field.attname), field.name
+        assert type(getattr(got, field.attname)) is type(getattr(want, field.attname)), field.name
+    assert got._state.adding is False and got._state.db == "default"
+
+
+@pytest.mark.parametrize("change", ["password changed elsewhere", "account deactivated", "account deleted"])
+def test_a_session_django_would_refuse_is_never_given_the_signed_in_page(mini_benchmark, users, client, change):
+    """The shared page's fast user load verifies the session as Django does: a session whose password
+    has changed since, or whose account was deactivated or deleted, gets the page signed out (and, after a
+    password change, its session flushed, as ``django.contrib.auth.get_user`` does), then and after."""
+    fill_board(mini_benchmark, 30)
+    Entrant.objects.filter(name="e3").update(owner=users["member"])
+    client.get(PAGE)  # the shared page
+    client.force_login(users["member"])
+    assert b'title="Signed in">member<' in client.get(PAGE).content
+    member = users["member"]
+    if change == "password changed elsewhere":
+        member.set_password("a-new-password-9")
+        member.save()
+    elif change == "account deactivated":
+        member.is_active = False
+        member.save()
+    else:
+        member.delete()
+    html = client.get(PAGE).content.decode()
+    assert "Signed in" not in html and 'class="mine"' not in html and "Log in to submit" in html
+    if change == "password changed elsewhere":
+        assert "_auth_user_id" not in client.session
+    assert "Signed in" not in client.get(PAGE).content.decode()
