@@ -162,7 +162,8 @@ def session_user(request):
     ordinary case: the session names a configured backend that loads users as ``ModelBackend`` does, the
     user exists and may sign in, and the session's hash verifies under the current secret. Anything else
     is None, and Django's own ``get_user`` decides (it flushes the session, or cycles it under a
-    fallback secret). A user found is left on the request as Django's middleware would."""
+    fallback secret). A user found is left on the request as Django's middleware would; one already
+    loaded for this request is returned as it is (anonymous included: the caller checks)."""
     cached = getattr(request, "_cached_user", None)
     if cached is not None:
         return cached
@@ -198,7 +199,7 @@ def session_user(request):
 def personal_page(request, content: bytes, content_type: str, splice: Splice) -> HttpResponse | None:
     """The page for the signed-in visitor of ``request`` from the anonymous page ``content``, or None."""
     user = session_user(request)
-    if user is None or (user.is_staff and not splice.private_revealed):
+    if user is None or not user.is_authenticated or (user.is_staff and not splice.private_revealed):
         return None
     stub = Benchmark(pk=splice.benchmark_id, slug=splice.slug, daily_limit=splice.daily_limit)
     mine, remaining = _entrants_and_quota(user, stub)
