@@ -60,10 +60,11 @@ class BoardFind:
         return cls(("standings-find", track, page_size), f"track={track}&", page_size, track=track)
 
 
-def find_me(spec: BoardFind, benchmark: Benchmark, viewer, mine: set[int]) -> tuple[int, int] | None:
-    """Where the viewer's best entrant stands, ``(rank, page)``: None for a viewer with no entrant (no
-    query), else from the board cache, keyed by the viewer's entrants (two queries on a miss). A
-    board change starts a new generation, and joining or leaving a team changes the key."""
+def find_me(spec: BoardFind, benchmark: Benchmark, mine: set[int]) -> tuple[int, int] | None:
+    """Where the best of the viewer's entrants ``mine`` stands, ``(rank, page)``: None for a viewer with
+    no entrant (no query), else from the board cache, keyed by ``mine`` (two queries on a miss, for
+    exactly those entrants). A board change starts a new generation, and joining or leaving a team
+    changes the key."""
     if not mine:
         return None
 
@@ -73,8 +74,7 @@ def find_me(spec: BoardFind, benchmark: Benchmark, viewer, mine: set[int]) -> tu
             order = LeaderboardRow.BOARD_ORDER
         else:
             qs, order = selectors.standings_queryset(benchmark, spec.track), StandingRow.BOARD_ORDER
-        return selectors.board_find(qs, order, entrant_ids=selectors.viewer_entrants(viewer),
-                                    page_size=spec.page_size)
+        return selectors.board_find(qs, order, entrant_ids=mine, page_size=spec.page_size)
 
     return cached_read(benchmark.pk, (*spec.parts, tuple(sorted(mine))), find)
 
@@ -203,7 +203,7 @@ def personal_page(request, content: bytes, content_type: str, splice: Splice) ->
         return None
     stub = Benchmark(pk=splice.benchmark_id, slug=splice.slug, daily_limit=splice.daily_limit)
     mine, remaining = _entrants_and_quota(user, stub)
-    found = find_me(splice.find, stub, user, mine)
+    found = find_me(splice.find, stub, mine)
     parts = {
         "nav": render_to_string("core/_site_nav.html", {}, request=request),
         "submit": render_to_string(splice.submit_template, {
