@@ -113,6 +113,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/deid_recall.py
 	$(PY) benchmarks/latency.py
 	$(PY) benchmarks/read_ceiling.py
+	$(PY) benchmarks/page_cpu.py
 	$(PY) benchmarks/latency.py --uploads 20
 	$(PY) benchmarks/uploads.py
 	$(PY) benchmarks/static_scoring.py

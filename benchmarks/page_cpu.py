@@ -1,0 +1,95 @@
+"""CPU per request of the public reads in one process, beside the bare view: where read_ceiling.py's ratios go.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/lb_pagecpu REDIS_URL=redis://127.0.0.1:6379/10 \\
+        .venv/bin/python benchmarks/page_cpu.py [--entrants 2000] [--requests 2000]
+
+The same site, board and viewer as ``read_ceiling.py`` (a scratch PostgreSQL database, dropped and
+filled; a Redis database), but no server and no load generator: Django's test client sends each
+request through the whole middleware stack in this process, and ``time.process_time`` is divided
+by the number of requests. The bare view (``benchmarks/read_ceiling_site.py``) answers the same bytes
+as each target. The ratio bare / target is below what read_ceiling.py measures: under gunicorn each
+request also costs the server's own work, the same for both, which brings the ratio nearer 1.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import latency
+
+
+def cpu_ms(get, requests: int) -> float:
+    for _ in range(min(200, requests)):  # warm: the page stored, connections open, code loaded
+        get()
+    started = time.process_time()
+    for _ in range(requests):
+        get()
+    return (time.process_time() - started) / requests * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entrants", type=int, default=2000)
+    parser.add_argument("--per-entrant", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+    if not latency._scratch_database(fresh=True):
+        print("page_cpu.py: skipped, set DATABASE_URL to a scratch PostgreSQL database (it is dropped and "
+              "created) and REDIS_URL to a Redis database")
+        return
+    bare_dir = Path(tempfile.mkdtemp(prefix="page-cpu-"))
+    os.environ.update({"DJANGO_SETTINGS_MODULE": "benchmarks.read_ceiling_site", "BENCH_BARE_DIR": str(bare_dir),
+                       "DEBUG": "false", "SECRET_KEY": "bench", "ALLOWED_HOSTS": "testserver"})
+    latency._setup_django()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+
+    from leaderboard.core.models import Entrant
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+    from leaderboard.demo import properties as demo
+
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    bundle = Path(tempfile.mkdtemp()) / "bundle"
+    bundle.mkdir()
+    demo.write_bundle(bundle)
+    benchmark = benchmark_load_bundle(bundle).benchmark
+    latency.fill(benchmark, args.entrants, args.per_entrant)
+    viewer = get_user_model().objects.create_user("viewer", password="viewer-password-1")
+    Entrant.objects.filter(name=f"filler-{args.entrants // 2}").update(owner=viewer)
+    signed_in, anonymous = Client(), Client()
+    signed_in.force_login(viewer)
+
+    def address() -> str:  # a new visitor each time, as read_ceiling.py's: the throttle never refuses
+        return f"10.{random.randint(0, 255)}.{random.randint(0, 255)}.{random.randint(1, 254)}"
+
+    page, api = f"/b/{benchmark.slug}/", f"/api/benchmarks/{benchmark.slug}/leaderboard/"
+    targets = [("api", anonymous, api, "api.json"), ("anonymous", anonymous, page, "anonymous.html"),
+               ("logged in", signed_in, page, "logged-in.html")]
+    print(f"machine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}; board of {args.entrants:,} "
+          f"entrants; PostgreSQL; Redis; {args.requests:,} requests each, in this process\n")
+    print(f"{'target':10s} {'bare ms':>8s} {'target ms':>9s} {'ratio':>6s}")
+    for label, client, path, name in targets:
+        response = client.get(path, REMOTE_ADDR=address())
+        assert response.status_code == 200, (path, response.status_code)
+        if client is signed_in:
+            assert b'title="Signed in">viewer<' in response.content, "the session cookie was not accepted"
+        (bare_dir / name).write_bytes(response.content)
+        bare = cpu_ms(lambda: client.get(f"/bench/bare/{name}", REMOTE_ADDR=address()), args.requests)  # noqa: B023
+        real = cpu_ms(lambda: client.get(path, REMOTE_ADDR=address()), args.requests)  # noqa: B023
+        print(f"{label:10s} {bare:8.3f} {real:9.3f} {bare / real:6.2f}", flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+
+
+if __name__ == "__main__":
+    main()
