@@ -40,6 +40,7 @@ import time
 import urllib.parse
 import urllib.request
 import uuid
+from http.cookies import SimpleCookie
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,6 +121,15 @@ def _client_process(base: str, path: str, cookie: str, threads: int, seconds: fl
     out.put((latencies, errors))
 
 
+def with_set_cookies(cookie: str, set_cookies: list[str]) -> str:
+    """``cookie`` (a Cookie header) with the cookies a response set (its Set-Cookie headers) added or replaced."""
+    jar = SimpleCookie()
+    jar.load(cookie)
+    for header in set_cookies:
+        jar.load(header)
+    return "; ".join(f"{name}={morsel.value}" for name, morsel in jar.items())
+
+
 def load(base: str, path: str, *, cookie: str = "", seconds: float) -> dict:
     """CLIENTS clients for ``seconds`` on one path: requests/s, p50, p95, errors."""
     ctx = multiprocessing.get_context("spawn")
@@ -148,16 +158,18 @@ def fill(benchmark, entrants: int, per_entrant: int) -> int:
     from leaderboard.core.boardcache import boards_changed
     from leaderboard.core.models import Entrant, LeaderboardRow, Round, Submission
 
-    owner, _ = get_user_model().objects.get_or_create(username="filler")
+    user_model = get_user_model()
     round_ = Round.objects.get(benchmark=benchmark)
     base = timezone.now() - dt.timedelta(days=1)
     rng = random.Random(1)
     total = 0
     for start in range(0, entrants, 500):
-        made = Entrant.objects.bulk_create([Entrant(owner=owner, name=f"filler-{start + i}")
-                                            for i in range(min(500, entrants - start))])
+        # One participant per entrant, as on a real board (the planner's estimates depend on it).
+        names = [f"filler-{start + i}" for i in range(min(500, entrants - start))]
+        owners = user_model.objects.bulk_create([user_model(username=name, password="!") for name in names])
+        made = Entrant.objects.bulk_create([Entrant(owner=owner, name=name) for owner, name in zip(owners, names)])
         subs = Submission.objects.bulk_create([
-            Submission(benchmark=benchmark, round=round_, entrant=e, user=owner, original_name="p.csv", size=1,
+            Submission(benchmark=benchmark, round=round_, entrant=e, user=e.owner, original_name="p.csv", size=1,
                        audit_hash=uuid.uuid4().hex * 2, status="scored",
                        received_at=base + dt.timedelta(seconds=(start + i) * per_entrant + j))
             for i, e in enumerate(made) for j in range(per_entrant)], batch_size=5000)
@@ -232,6 +244,8 @@ def reads(args) -> None:
                 t0 = time.perf_counter()
                 with urllib.request.urlopen(req, timeout=30) as resp:
                     resp.read()
+                    if cookie_:  # a browser sends back the CSRF cookie the page set (its logout form's token)
+                        cookie_ = with_set_cookies(cookie_, resp.headers.get_all("Set-Cookie") or [])
                 rebuild = (time.perf_counter() - t0) * 1000
                 r = load(base, path, cookie=cookie_, seconds=args.seconds)
                 print(f"{label:40s} {'on' if cache_seconds != '0' else 'off':>5s} {r['rps']:8.1f} {r['p50']:8.1f} "

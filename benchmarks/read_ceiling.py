@@ -144,6 +144,8 @@ def main() -> None:
             req = urllib.request.Request(base + path, headers={"Cookie": cookie_} if cookie_ else {})
             with urllib.request.urlopen(req, timeout=30) as resp:
                 body = resp.read()
+                if cookie_:  # a browser sends back the CSRF cookie the page set (for its logout form's token)
+                    cookie_ = latency.with_set_cookies(cookie_, resp.headers.get_all("Set-Cookie") or [])
             if cookie_ and b"viewer" not in body:
                 sys.exit("the logged-in page does not show the viewer: the session cookie was not accepted")
             (bare_dir / name).write_bytes(body)

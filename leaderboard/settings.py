@@ -142,6 +142,9 @@ else:
             "TEST": {"NAME": DATA_DIR / "test_db.sqlite3"},
         }
     }
+# The few statements run on every signed-in page view are prepared once per PostgreSQL connection
+# (leaderboard/core/dbcursor.py); false for a pooler in transaction mode.
+DB_PREPARED_STATEMENTS = envbool("DB_PREPARED_STATEMENTS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -204,7 +207,8 @@ if REDIS_URL:
                                       "socket_timeout": envfloat("REDIS_TIMEOUT", 2.0)}}}
     # Sessions read from Redis, written to both: a signed-in page costs no session query (issue 26);
     # while Redis is down they are read from the database, where every session also is.
-    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    # Django's cached_db, whose session a signed-in page can read in a round trip it makes anyway.
+    SESSION_ENGINE = "leaderboard.core.sessions"
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                           "LOCATION": DATA_DIR / "cache"}}

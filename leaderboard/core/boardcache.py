@@ -89,19 +89,33 @@ _benchmark_ids: dict[str, int] = {}
 
 
 def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any], *, public_slug: str | None = None,
-                public: Callable[[], float] | None = None) -> Any:
+                public: Callable[[], float] | None = None, prefetched: dict[str, Any] | None = None,
+                keep_here: bool = False) -> Any:
     """``build()``, or what it returned for the same ``parts`` since the benchmark's boards last changed.
 
     One round trip on a hit: the generation and the entry are read together, and the entry is
     used only if it was built under the current generation (it carries the one it was built under).
     With ``public_slug``, the entry is also one ``public_read(public_slug, parts)`` answers, for as
     many seconds as ``public()`` (asked after the generation was read) says anyone may be given it.
+
+    ``prefetched``: the generation already read by this request (``public_read_keys``), used instead
+    of reading it again. ``keep_here``: the value is also kept in this process's memory (small values
+    asked on every page view of one visitor: "find me"); with the generation prefetched, a value kept
+    under it is answered with no round trip at all.
     """
     if settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
         return build()
     generation_key = _generation_key(benchmark_id)
     key = _read_key(benchmark_id, parts)
-    found = cache.get_many([generation_key, key])
+    known = prefetched.get(generation_key) if prefetched is not None else None
+    if known is not None:
+        if keep_here:
+            kept = _lru_get(_kept, key)
+            if kept is not None and kept[0] == known:
+                return kept[1]
+        found = {generation_key: known, key: cache.get(key)}
+    else:
+        found = cache.get_many([generation_key, key])
     generation = found.get(generation_key) or board_generation(benchmark_id)
     if generation is None:  # the cache refused the write (full, or failing): read through
         return build()
@@ -109,6 +123,8 @@ def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any], *, pu
     if stored is not None and stored[0] == generation:
         if public_slug is not None and stored[2:3] == (public_slug,):
             _benchmark_ids[public_slug] = benchmark_id  # another process stored it: public reads here too
+        if keep_here:
+            _lru_put(_kept, key, (generation, stored[1]), _KEPT_ENTRIES)
         return stored[1]
     # The generation was read before the database: a board changed meanwhile has a newer one, so
     # what is stored here under the older generation is never served after that change.
@@ -118,6 +134,8 @@ def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any], *, pu
         public_store(benchmark_id, public_slug, parts, generation, value, seconds=seconds)
     else:
         cache.set(key, (generation, value, None), settings.BOARD_CACHE_SECONDS)
+    if keep_here:
+        _lru_put(_kept, key, (generation, value), _KEPT_ENTRIES)
     return value
 
 
@@ -144,23 +162,26 @@ def public_store(benchmark_id: int, slug: str, parts: tuple, generation: str, va
 # about 110 KB), and serves the copy while the generation is the one it was stored under.
 _LOCAL_ENTRIES = 64
 _local: OrderedDict[str, tuple] = OrderedDict()
+# What ``cached_read(keep_here=True)`` kept, by key: (generation, value).
+_KEPT_ENTRIES = 4096
+_kept: OrderedDict[str, tuple] = OrderedDict()
 _local_lock = threading.Lock()
 
 
-def _local_get(key: str) -> tuple | None:
+def _lru_get(entries: OrderedDict[str, tuple], key: str) -> tuple | None:
     with _local_lock:
-        entry = _local.get(key)
+        entry = entries.get(key)
         if entry is not None:
-            _local.move_to_end(key)
+            entries.move_to_end(key)
         return entry
 
 
-def _local_put(key: str, entry: tuple) -> None:
+def _lru_put(entries: OrderedDict[str, tuple], key: str, entry: tuple, size: int) -> None:
     with _local_lock:
-        _local[key] = entry
-        _local.move_to_end(key)
-        while len(_local) > _LOCAL_ENTRIES:
-            _local.popitem(last=False)
+        entries[key] = entry
+        entries.move_to_end(key)
+        while len(entries) > size:
+            entries.popitem(last=False)
 
 
 def public_read_keys(slug: str) -> tuple[str, ...]:
@@ -185,7 +206,7 @@ def public_read(slug: str, parts: tuple, prefetched: dict[str, Any] | None = Non
         return None
     generation_key = _generation_key(benchmark_id)
     key = _read_key(benchmark_id, parts)
-    local = _local_get(key)
+    local = _lru_get(_local, key)
     if local is not None and local[2] == slug and time.time() < local[3]:
         current = (prefetched[generation_key] if prefetched is not None and generation_key in prefetched
                    else cache.get(generation_key))
@@ -197,5 +218,5 @@ def public_read(slug: str, parts: tuple, prefetched: dict[str, Any] | None = Non
     if stored is None or generation is None or stored[0] != generation or stored[2:3] != (slug,):
         return None
     if len(stored) == 4:
-        _local_put(key, stored)
+        _lru_put(_local, key, stored, _LOCAL_ENTRIES)
     return stored[1]

@@ -21,22 +21,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
+from types import SimpleNamespace
 
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model, load_backend
 from django.contrib.auth.backends import ModelBackend
+from django.core.cache import DEFAULT_CACHE_ALIAS, cache
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models.expressions import Col
 from django.http import HttpResponse
+from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
 from django.utils.crypto import constant_time_compare
 
 from leaderboard.core import selectors
 from leaderboard.core.boardcache import cached_read
+from leaderboard.core.dbcursor import Prepared
 from leaderboard.core.models import Benchmark, LeaderboardRow, Round, StandingRow
 from leaderboard.core.quota import QUOTA_USED_SQL, next_reset, quota_used_params
+from leaderboard.core.sessions import SessionStore
 
 
 @dataclass(frozen=True)
@@ -60,11 +66,13 @@ class BoardFind:
         return cls(("standings-find", track, page_size), f"track={track}&", page_size, track=track)
 
 
-def find_me(spec: BoardFind, benchmark: Benchmark, mine: set[int]) -> tuple[int, int] | None:
+def find_me(spec: BoardFind, benchmark: Benchmark, mine: set[int],
+            prefetched: dict | None = None) -> tuple[int, int] | None:
     """Where the best of the viewer's entrants ``mine`` stands, ``(rank, page)``: None for a viewer with
     no entrant (no query), else from the board cache, keyed by ``mine`` (two queries on a miss, for
     exactly those entrants). A board change starts a new generation, and joining or leaving a team
-    changes the key."""
+    changes the key. Kept in this process too: with the generation ``prefetched`` (read by this
+    request already), a visitor's next view costs no round trip for it."""
     if not mine:
         return None
 
@@ -76,7 +84,7 @@ def find_me(spec: BoardFind, benchmark: Benchmark, mine: set[int]) -> tuple[int,
             qs, order = selectors.standings_queryset(benchmark, spec.track), StandingRow.BOARD_ORDER
         return selectors.board_find(qs, order, entrant_ids=mine, page_size=spec.page_size)
 
-    return cached_read(benchmark.pk, (*spec.parts, tuple(sorted(mine))), find)
+    return cached_read(benchmark.pk, (*spec.parts, tuple(sorted(mine))), find, prefetched=prefetched, keep_here=True)
 
 
 @dataclass(frozen=True)
@@ -124,49 +132,69 @@ def _spliced(content: bytes, parts: Mapping[str, str], mine_ranks: list[int]) ->
     return b"".join(pieces)
 
 
-_ENTRANTS_AND_QUOTA_SQL = (f"SELECT 0, e.id FROM ({selectors.VIEWER_ENTRANTS_SQL}) e"
-                           f" UNION ALL SELECT 1, q.used FROM ({QUOTA_USED_SQL}) q")
+_ENTRANTS_AND_QUOTA = Prepared(f"SELECT 0, e.id FROM ({selectors.VIEWER_ENTRANTS_SQL}) e"
+                               f" UNION ALL SELECT 1, q.used FROM ({QUOTA_USED_SQL}) q")
 
 
 def _entrants_and_quota(user, benchmark: Benchmark) -> tuple[set[int], int]:
-    """``selectors.viewer_entrant_ids`` and ``quota_remaining`` in one query: every signed-in page
-    view asks both, and a round trip less counts at hundreds of pages a second (issue 26)."""
+    """``selectors.viewer_entrant_ids`` and ``quota_remaining`` in one query, for a user loaded
+    before this page (``_session_viewer`` reads them with the user itself)."""
     with connection.cursor() as cursor:
-        cursor.execute(_ENTRANTS_AND_QUOTA_SQL, quota_used_params(user=user, benchmark=benchmark))
+        _ENTRANTS_AND_QUOTA.execute(cursor, quota_used_params(user_id=user.pk, benchmark_id=benchmark.pk))
         rows = cursor.fetchall()
     used = next((value for part, value in rows if part == 1), 0)
     return {value for part, value in rows if part == 0}, max(0, benchmark.daily_limit - used)
 
 
-@lru_cache(maxsize=1)
-def _user_select() -> tuple[str, list[str], list[tuple[int, list, Col]]]:
-    """The user model's row by primary key in plain SQL: the statement, the attribute names, and the
-    converters the ORM would apply to each column (``SQLCompiler.get_converters``)."""
+@lru_cache(maxsize=2)
+def _user_select(with_board: bool) -> tuple[Prepared, list[str], list[tuple[int, list, Col]]]:
+    """The user model's row by primary key (``%(user)s``) in plain SQL: the statement, the attribute
+    names, and the converters the ORM would apply to each column (``SQLCompiler.get_converters``).
+    ``with_board``: two columns more, the viewer's entrant ids (an array on PostgreSQL, a comma list
+    on SQLite) and what they used of the daily limit today on ``%(benchmark)s`` (NULL: nothing)."""
     model = get_user_model()
     fields = model._meta.concrete_fields
-    columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
-    sql = (f"SELECT {columns} FROM {connection.ops.quote_name(model._meta.db_table)}"
-           f" WHERE {connection.ops.quote_name(str(model._meta.pk.column))} = %s")
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(str(f.column)) for f in fields)
+    if with_board:
+        entrants = (f"ARRAY(SELECT v.id FROM ({selectors.VIEWER_ENTRANTS_SQL}) v)" if connection.vendor == "postgresql"
+                    else f"(SELECT group_concat(v.id) FROM ({selectors.VIEWER_ENTRANTS_SQL}) v)")
+        columns += f", {entrants}, ({QUOTA_USED_SQL})"
+    sql = f"SELECT {columns} FROM {quote(model._meta.db_table)} WHERE {quote(str(model._meta.pk.column))} = %(user)s"
     converters = []
     for position, field in enumerate(fields):
         col = field.get_col(model._meta.db_table)
         found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
         if found:
             converters.append((position, found, col))
-    return sql, [f.attname for f in fields], converters
+    return Prepared(sql), [f.attname for f in fields], converters
 
 
-def session_user(request):
-    """The user ``django.contrib.auth.get_user`` would find for ``request``, loaded by one plain query
-    (the ORM's ``get`` cost about 1.5 ms of CPU here, a quarter of a signed-in page), but only in the
-    ordinary case: the session names a configured backend that loads users as ``ModelBackend`` does, the
-    user exists and may sign in, and the session's hash verifies under the current secret. Anything else
-    is None, and Django's own ``get_user`` decides (it flushes the session, or cycles it under a
-    fallback secret). A user found is left on the request as Django's middleware would; one already
-    loaded for this request is returned as it is (anonymous included: the caller checks)."""
+def _entrant_ids(value) -> set[int]:
+    """The entrant ids column of ``_user_select(True)``: a list (PostgreSQL), a comma list or NULL (SQLite)."""
+    if value is None:
+        return set()
+    if isinstance(value, str):
+        return {int(part) for part in value.split(",")}
+    return set(value)
+
+
+def _session_viewer(request, benchmark: Benchmark | None):
+    """``(user, extra)``: the user ``django.contrib.auth.get_user`` would find for ``request``, loaded
+    by one plain query (the ORM's ``get`` cost about 1.5 ms of CPU here, a quarter of a signed-in
+    page), but only in the ordinary case: the session names a configured backend that loads users as
+    ``ModelBackend`` does, the user exists and may sign in, and the session's hash verifies under the
+    current secret. Anything else is None, and Django's own ``get_user`` decides (it flushes the
+    session, or cycles it under a fallback secret). A user found is left on the request as Django's
+    middleware would; one already loaded for this request is returned as it is (anonymous included:
+    the caller checks), with ``extra`` None.
+
+    With ``benchmark``, ``extra`` is ``(entrant ids, uploads left today on it)`` read by the same
+    statement (``_entrants_and_quota``'s answer), prepared on PostgreSQL (``dbcursor.Prepared``): a
+    signed-in page then costs one query."""
     cached = getattr(request, "_cached_user", None)
     if cached is not None:
-        return cached
+        return cached, None
     session = request.session
     try:
         backend_path, raw_id, session_hash = session[BACKEND_SESSION_KEY], session[SESSION_KEY], session[HASH_SESSION_KEY]
@@ -178,13 +206,15 @@ def session_user(request):
     if not isinstance(backend, ModelBackend) or type(backend).get_user is not ModelBackend.get_user:
         return None
     model = get_user_model()
-    sql, names, converters = _user_select()
+    statement, names, converters = _user_select(benchmark is not None)
+    user_id = model._meta.pk.to_python(raw_id)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [model._meta.pk.to_python(raw_id)])
+        statement.execute(cursor, {"user": user_id} if benchmark is None
+                          else quota_used_params(user_id=user_id, benchmark_id=benchmark.pk))
         row = cursor.fetchone()
     if row is None:
         return None
-    values = list(row)
+    values = list(row[:len(names)])
     for position, found, col in converters:
         for convert in found:
             values[position] = convert(values[position], col, connection)
@@ -193,25 +223,84 @@ def session_user(request):
                                                                             user.get_session_auth_hash()):
         return None
     request.user = request._cached_user = user
-    return user
+    if benchmark is None:
+        return user, None
+    return user, (_entrant_ids(row[len(names)]), max(0, benchmark.daily_limit - (row[len(names) + 1] or 0)))
 
 
-def personal_page(request, content: bytes, content_type: str, splice: Splice) -> HttpResponse | None:
-    """The page for the signed-in visitor of ``request`` from the anonymous page ``content``, or None."""
-    user = session_user(request)
-    if user is None or not user.is_authenticated or (user.is_staff and not splice.private_revealed):
+def session_user(request):
+    """The user ``_session_viewer`` finds for ``request`` (None: Django's ``get_user`` decides)."""
+    found = _session_viewer(request, None)
+    return None if found is None else found[0]
+
+
+def prefetch(request, keys: tuple[str, ...]) -> dict | None:
+    """Read ``keys`` (``boardcache.public_read_keys``: the board's generation) and the visitor's session
+    in one cache round trip: the values for ``public_read``, the session left for its ``load``
+    (``leaderboard/core/sessions.py``). None: nothing to read together (the page reads as always)."""
+    session = getattr(request, "session", None)
+    if not keys or not isinstance(session, SessionStore) or session.accessed:  # loaded already: nothing to save
         return None
+    session_key = session.prefetch_key(DEFAULT_CACHE_ALIAS)
+    if session_key is None:
+        return None
+    found = cache.get_many([*keys, session_key])
+    session.prefetched(found.pop(session_key, None))
+    return found
+
+
+# The viewer's parts, rendered once per process for each set of values they are made from: with the
+# page spliced, their templates were half of a signed-in page's CPU (issue 26). Each is rendered from its
+# key alone, with stand-ins that have only the attributes the key names, so it cannot depend on anything
+# else: an attribute the template reads beyond them renders empty, and the byte-for-byte comparisons
+# with the view's page (tests/core/test_personal_page.py) fail. The CSRF token differs per response: the
+# navigation is rendered with a mark where it goes, replaced by a freshly masked token (``get_token``,
+# as the template's ``{% csrf_token %}`` would) on every page.
+_TOKEN_MARK = "csrfTOKENmark" * 5  # letters only: HTML escaping leaves it as it is
+_PLAIN = (str, int, float, bool, type(None))
+_MEMO = 4096
+
+
+@lru_cache(maxsize=_MEMO)
+def _nav(user_id: int, username: str, is_staff: bool) -> str:
+    user = SimpleNamespace(pk=user_id, username=username, is_staff=is_staff, is_authenticated=True)
+    return render_to_string("core/_site_nav.html", {"user": user, "csrf_token": _TOKEN_MARK})
+
+
+@lru_cache(maxsize=_MEMO)
+def _submit_box(template: str, submit: tuple, slug: str, remaining: int, resets_at: datetime) -> str:
+    return render_to_string(template, {**dict(submit), "benchmark": SimpleNamespace(slug=slug),
+                                       "user": SimpleNamespace(is_authenticated=True),
+                                       "remaining_today": remaining, "resets_at": resets_at})
+
+
+@lru_cache(maxsize=_MEMO)
+def _find_me_part(found: tuple[int, int] | None, query: str) -> str:
+    return render_to_string("core/_find_me.html", {"find_me": found, "query": query})
+
+
+def personal_page(request, content: bytes, content_type: str, splice: Splice,
+                  prefetched: dict | None = None) -> HttpResponse | None:
+    """The page for the signed-in visitor of ``request`` from the anonymous page ``content``, or None.
+    ``prefetched``: what ``prefetch`` read (the board's generation)."""
     stub = Benchmark(pk=splice.benchmark_id, slug=splice.slug, daily_limit=splice.daily_limit)
-    mine, remaining = _entrants_and_quota(user, stub)
-    found = find_me(splice.find, stub, mine)
+    found_viewer = _session_viewer(request, stub)
+    if found_viewer is None:
+        return None
+    user, extra = found_viewer
+    if not user.is_authenticated or (user.is_staff and not splice.private_revealed):
+        return None
+    mine, remaining = extra if extra is not None else _entrants_and_quota(user, stub)
+    found = find_me(splice.find, stub, mine, prefetched)
+    submit = tuple(sorted(splice.submit.items()))
+    if not all(isinstance(value, _PLAIN) for _, value in submit):  # not a memo key: rendered as the view does
+        return None
     parts = {
-        "nav": render_to_string("core/_site_nav.html", {}, request=request),
-        "submit": render_to_string(splice.submit_template, {
-            **splice.submit, "benchmark": stub, "remaining_today": remaining,
-            "resets_at": next_reset()}, request=request),
+        "nav": _nav(user.pk, user.username, user.is_staff).replace(_TOKEN_MARK, get_token(request)),
+        "submit": _submit_box(splice.submit_template, submit, splice.slug, remaining, next_reset()),
     }
     if splice.board_count:  # an empty board has no pager, and the viewer no rank on it
-        parts["find"] = render_to_string("core/_find_me.html", {"find_me": found, "query": splice.find.query})
+        parts["find"] = _find_me_part(found, splice.find.query)
     elif found is not None:
         return None
     ranks = [rank for rank, entrant_id in splice.owners if entrant_id in mine]

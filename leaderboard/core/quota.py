@@ -106,14 +106,14 @@ def quota_remaining(*, user, benchmark: Benchmark) -> int:
     # one matches). Written out: it runs on every signed-in page view, and building it through the
     # ORM cost more CPU than the query itself (issue 26).
     with connection.cursor() as cursor:
-        cursor.execute(QUOTA_USED_SQL, quota_used_params(user=user, benchmark=benchmark))
+        cursor.execute(QUOTA_USED_SQL, quota_used_params(user_id=user.pk, benchmark_id=benchmark.pk))
         row = cursor.fetchone()
     return max(0, benchmark.daily_limit - (row[0] if row else 0))
 
 
-def quota_used_params(*, user, benchmark: Benchmark) -> dict:
-    """The parameters of ``QUOTA_USED_SQL``: today's row of ``user`` (or their team) on ``benchmark``."""
-    return {"benchmark": benchmark.pk, "user": user.pk, "day": connection.ops.adapt_datefield_value(utc_day())}
+def quota_used_params(*, user_id: int, benchmark_id: int) -> dict:
+    """The parameters of ``QUOTA_USED_SQL``: today's row of the user (or their team) on the benchmark."""
+    return {"benchmark": benchmark_id, "user": user_id, "day": connection.ops.adapt_datefield_value(utc_day())}
 
 
 # What ``user`` (or their team) used today on ``benchmark``: at most one row (``quota_remaining``).

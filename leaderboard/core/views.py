@@ -30,7 +30,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import delivery, presentation, selectors
-from leaderboard.core.boardcache import cached_read, current_generation, public_read, public_store
+from leaderboard.core.boardcache import cached_read, current_generation, public_read, public_read_keys, public_store
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import AccountDeleteForm, EntrantForm, InviteForm, SubmitForm, TeamForm, TokenForm
 from leaderboard.core.models import (
@@ -46,7 +46,7 @@ from leaderboard.core.models import (
     WebhookDelivery,
 )
 from leaderboard.core.outage import is_database_outage, outage_response
-from leaderboard.core.personal import BoardFind, Splice, find_me, personal_page
+from leaderboard.core.personal import BoardFind, Splice, find_me, personal_page, prefetch
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.records import record_refusal
 from leaderboard.core.services.accounts import account_delete, upload_refusal
@@ -152,14 +152,15 @@ def anonymous_page_cache(view):
         parts = ("page", request.build_absolute_uri())
         if not _anonymous_request(request):
             if _personal_request(request):  # a signed-in visitor: the shared page with their parts in it
-                hit = public_read(slug, parts)
+                prefetched = prefetch(request, public_read_keys(slug))
+                hit = public_read(slug, parts, prefetched)
                 if hit is None and request.user.is_authenticated:  # none yet: render the anonymous one once
                     try:
                         hit = render_shared(_as_anonymous(request), slug, parts, only_to_store=True)[1]
                     except Http404:  # not a page anyone may see: the view answers this visitor
                         hit = None
                 if hit is not None and len(hit) > 2 and hit[2] is not None:
-                    response = personal_page(request, *hit)
+                    response = personal_page(request, hit[0], hit[1], hit[2], prefetched=prefetched)
                     if response is not None:
                         return response
             return view(request, slug)

@@ -47,8 +47,8 @@ def test_signed_in_page_from_the_shared_page_is_the_uncached(mini_benchmark, use
     client.force_login(users["member"])
     spliced, queries = _spliced(client, url)  # "find me" counted (two queries), then kept with the board
     assert len(queries) <= 5, [q["sql"][:100] for q in queries.captured_queries]
-    again, queries = _spliced(client, url)  # the session (none from Redis), the user, their entrants and quota
-    assert len(queries) <= 3 and _same(again.content, spliced.content)[0] == _same(again.content, spliced.content)[1]
+    again, queries = _spliced(client, url)  # the session (none from Redis); the user with their entrants and quota
+    assert len(queries) <= 2 and _same(again.content, spliced.content)[0] == _same(again.content, spliced.content)[1]
     expected = _uncached(client, url, settings)
     got, want = _same(spliced.content, expected.content)
     assert got == want
@@ -228,3 +228,118 @@ def test_a_session_django_would_refuse_is_never_given_the_signed_in_page(mini_be
     if change == "password changed elsewhere":
         assert "_auth_user_id" not in client.session
     assert "Signed in" not in client.get(PAGE).content.decode()
+
+
+def test_a_renamed_user_sees_their_new_name_at_once(mini_benchmark, users, client, settings):
+    """The navigation is rendered once per process for each name (``personal._nav``): a name changed
+    since is a new one, rendered afresh, and the page is still the view's."""
+    from django.contrib.auth import get_user_model
+
+    fill_board(mini_benchmark, 10)
+    client.get(PAGE)
+    client.force_login(users["member"])
+    assert b'title="Signed in">member<' in _spliced(client, PAGE)[0].content
+    get_user_model().objects.filter(pk=users["member"].pk).update(username="member-renamed")
+    renamed, _ = _spliced(client, PAGE)
+    html = renamed.content.decode()
+    assert 'title="Signed in">member-renamed<' in html and 'title="Signed in">member<' not in html
+    got, want = _same(renamed.content, _uncached(client, PAGE, settings).content)
+    assert got == want
+
+
+def test_each_signed_in_page_has_its_own_csrf_token_and_the_logout_form_accepts_it(mini_benchmark, users):
+    """The navigation is kept rendered, its CSRF token is not: every page masks the token afresh (BREACH,
+    docs/deploy.md), and the logout form's token is one the CSRF check accepts."""
+    from django.test import Client
+
+    fill_board(mini_benchmark, 10)
+    Client().get(PAGE)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(users["member"])
+    tokens = [CSRF.search(_spliced(client, PAGE)[0].content.decode()).group(0).split('value="')[1][:-1]
+              for _ in range(3)]
+    assert len(set(tokens)) == 3 and all(len(token) == 64 for token in tokens)
+    response = client.post("/accounts/logout/", {"csrfmiddlewaretoken": tokens[-1]})
+    assert response.status_code == 302 and "_auth_user_id" not in client.session
+
+
+def _redis_calls(run) -> dict[str, int]:
+    from django.core.cache import cache
+
+    stats = cache._cache.get_client(None, write=True)
+    before = stats.info("commandstats")
+    run()
+    after = stats.info("commandstats")
+    calls = {k.removeprefix("cmdstat_"): v["calls"] - before.get(k, {"calls": 0})["calls"] for k, v in after.items()}
+    return {k: n for k, n in calls.items() if n and k != "info"}
+
+
+def test_a_signed_in_page_makes_one_redis_read_and_find_me_follows_the_board(mini_benchmark, users, client,
+                                                                             settings):
+    """On Redis a signed-in page makes one read: the board's generation with the visitor's session
+    (``sessions.SessionStore.prefetched``); "find me" is kept in the process under that generation. A
+    board change is seen at once ("find me" moves), and a session Redis lost is read from the
+    database, where every session also is: the visitor is still signed in."""
+    from django.core.cache import caches
+
+    from leaderboard.core.boardcache import boards_changed
+    from leaderboard.core.models import LeaderboardRow
+
+    if settings.SESSION_ENGINE != "leaderboard.core.sessions":
+        pytest.skip("sessions are read from Redis only with REDIS_URL")
+    fill_board(mini_benchmark, 10)
+    Entrant.objects.filter(name="e3").update(owner=users["member"])
+    client.get(PAGE)
+    client.force_login(users["member"])
+    assert 'href="?split=public&amp;page=1#rank-4"' in _spliced(client, PAGE)[0].content.decode()
+    calls = _redis_calls(lambda: _spliced(client, PAGE))
+    assert calls == {"mget": 1}, calls
+
+    LeaderboardRow.objects.filter(entrant__name="e3").update(  # between e8 and e9, as a new score would put it
+        score=1.5, order_value=-1.5, metrics={"score": 1.5})
+    boards_changed(mini_benchmark.pk)
+    client.get(PAGE, HTTP_COOKIE="")  # an anonymous visitor stores the page again
+    moved, _ = _spliced(client, PAGE)
+    assert 'href="?split=public&amp;page=1#rank-9"' in moved.content.decode()
+
+    caches[settings.SESSION_CACHE_ALIAS].delete(client.session.cache_key)
+    page, queries = _spliced(client, PAGE)
+    assert b'title="Signed in">member<' in page.content and b'class="mine"' in page.content
+    assert [q for q in queries.captured_queries if "django_session" in q["sql"]]
+
+
+@pytest.mark.django_db(transaction=True)  # connections closed: a new one, with nothing prepared on it
+def test_the_signed_in_pages_query_is_prepared_once_per_connection(mini_benchmark, users, client, settings):
+    """On PostgreSQL the user, entrant and quota query of a signed-in page is prepared once on the
+    connection (``dbcursor.Prepared``) and executed by name from then on; each run is still a query
+    Django counts. ``DB_PREPARED_STATEMENTS=false``: run as it is, nothing prepared."""
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are PostgreSQL's")
+
+    def statements(queries):
+        return [q["sql"].split()[0] for q in queries.captured_queries if "core_benchmark" not in q["sql"]
+                and "django_session" not in q["sql"]]
+
+    def prepared():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements WHERE from_sql")
+            return [row[0] for row in cursor.fetchall() if '"auth_user"' in row[0] and "core_dailyquota" in row[0]]
+
+    fill_board(mini_benchmark, 10)
+    Entrant.objects.filter(name="e3").update(owner=users["member"])
+    client.get(PAGE)
+    client.force_login(users["member"])
+    connection.close()  # a new connection: nothing prepared on it yet
+    first, queries = _spliced(client, PAGE)
+    assert statements(queries)[:2] == ["PREPARE", "EXECUTE"] and len(prepared()) == 1
+    for _ in range(3):
+        again, queries = _spliced(client, PAGE)
+        assert statements(queries) == ["EXECUTE"]
+        assert again.content.count(b'class="mine"') == 1
+    assert len(prepared()) == 1
+
+    settings.DB_PREPARED_STATEMENTS = False
+    connection.close()
+    plain, queries = _spliced(client, PAGE)
+    assert statements(queries) == ["SELECT"] and prepared() == []
+    assert _same(plain.content, again.content)[0] == _same(plain.content, again.content)[1]
