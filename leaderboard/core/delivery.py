@@ -16,11 +16,12 @@ A resolved round is one outbox row, written by the scoring; its fan-out expands 
 ``submission.scored`` event per counted submission (``_expand_resolutions``), so that the scoring
 transaction of a round of 10,000 entrants writes one notification row, not 10,000.
 
-Who hears of what: a submission's events go to its uploader (and their webhooks); round and
-benchmark events go to every webhook subscribed to them, and by mail to the users who took part
-(submitted to the round; for ``round.opened`` and ``benchmark.revealed``, to the benchmark). A
-round submission's ``submission.scored`` is not mailed: the ``round.resolved`` mail of the same
-moment carries its scores and rank.
+Who hears of what: a submission's events go to its uploader and, when its entrant is a team, to
+every member of that team now (the team is the entrant: its members see its submissions), with
+their webhooks; round and benchmark events go to every webhook subscribed to them, and by mail to
+the users who took part (submitted to the round, or are in a team that did; for ``round.opened``
+and ``benchmark.revealed``, to the benchmark). A round submission's ``submission.scored`` is not
+mailed: the ``round.resolved`` mail of the same moment carries its scores and rank.
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ from leaderboard.core.models import (
     NotificationPreference,
     RoundScore,
     Submission,
+    TeamMembership,
     Webhook,
     WebhookAttempt,
     WebhookDelivery,
@@ -129,11 +131,30 @@ def _mail_wanted(user_ids: set[int], kind: str) -> set[int]:
 
 
 def _participants(event: NotificationEvent) -> set[int]:
+    """The users who took part: uploaders, and the members of the teams whose entrants uploaded."""
     if event.kind in (Kind.ROUND_OPENED, Kind.BENCHMARK_REVEALED) or event.round_id is None:
         qs = Submission.objects.filter(benchmark=event.benchmark)
     else:
         qs = Submission.objects.filter(round_id=event.round_id, is_counted=True)
-    return set(qs.exclude(user_id__isnull=True).values_list("user_id", flat=True).distinct())
+    users = set(qs.exclude(user_id__isnull=True).values_list("user_id", flat=True).distinct())
+    users.update(TeamMembership.objects.filter(team__entrant_id__in=qs.values("entrant_id"))
+                 .values_list("user_id", flat=True).distinct())
+    return users
+
+
+def _submission_recipients(submission_ids: list[int]) -> dict[int, set[int]]:
+    """Submission id -> who hears of it: its uploader and, for a team's, every member of the team now."""
+    found: dict[int, set[int]] = {}
+    for start in range(0, len(submission_ids), 5000):  # SQLite bounds the parameters of one query
+        rows = list(Submission.objects.filter(pk__in=submission_ids[start:start + 5000])
+                    .values_list("pk", "user_id", "entrant_id"))
+        members: dict[int, set[int]] = defaultdict(set)
+        for entrant_id, user_id in (TeamMembership.objects.filter(team__entrant_id__in={r[2] for r in rows})
+                                    .values_list("team__entrant_id", "user_id")):
+            members[entrant_id].add(user_id)
+        for pk, user_id, entrant_id in rows:
+            found[pk] = ({user_id} if user_id is not None else set()) | members.get(entrant_id, set())
+    return found
 
 
 def _fan_out(events: list[NotificationEvent]) -> tuple[int, int]:
@@ -150,18 +171,15 @@ def _fan_out(events: list[NotificationEvent]) -> tuple[int, int]:
     limit = settings.WEBHOOK_MAX_ATTEMPTS
     for kind, group in by_kind.items():
         if kind.startswith("submission."):
-            uploaders = dict(Submission.objects.filter(pk__in=[e.submission_id for e in group])
-                             .values_list("pk", "user_id"))
-            mailed = _mail_wanted({u for u in uploaders.values() if u is not None}, kind)
+            recipients = _submission_recipients([e.submission_id for e in group if e.submission_id is not None])
+            mailed = _mail_wanted(set().union(*recipients.values()), kind)
             for e in group:
-                uploader = uploaders.get(e.submission_id or 0)
-                if uploader is None:
-                    continue
-                deliveries.extend(WebhookDelivery(webhook_id=pk, event=e, attempt_limit=limit)
-                                  for pk, wanted in hooks_by_user.get(uploader, ()) if kind in wanted)
                 round_kind_result = kind == Kind.SUBMISSION_SCORED and "round" in e.data
-                if uploader in mailed and not round_kind_result:
-                    mails.append(MailDelivery(event=e, user_id=uploader))
+                for user_id in sorted(recipients.get(e.submission_id or 0, ())):
+                    deliveries.extend(WebhookDelivery(webhook_id=pk, event=e, attempt_limit=limit)
+                                      for pk, wanted in hooks_by_user.get(user_id, ()) if kind in wanted)
+                    if user_id in mailed and not round_kind_result:
+                        mails.append(MailDelivery(event=e, user_id=user_id))
         else:
             for e in group:
                 deliveries.extend(WebhookDelivery(webhook_id=pk, event=e, attempt_limit=limit)
@@ -373,7 +391,9 @@ def mail_context(event: NotificationEvent, user, *, rank_cache: dict | None = No
     round_txt = f"round {data.get('round')}" if "round" in data else ""
     if event.kind.startswith("submission."):
         sub = event.submission
-        what = f"Your submission #{data.get('submission')} to {title_b}"
+        whose = ("Your" if sub is None or sub.user_id == user.pk  # a teammate's upload: the team's
+                 else f"Your team {sub.entrant.name}'s")
+        what = f"{whose} submission #{data.get('submission')} to {title_b}"
         if event.kind == Kind.SUBMISSION_FAILED:
             title = f"{what} failed"
             lines.append(data.get("reason", ""))
@@ -403,8 +423,8 @@ def mail_context(event: NotificationEvent, user, *, rank_cache: dict | None = No
             lines.append(f"Truth version {data['version']}.")
         if event.kind in (Kind.ROUND_RESOLVED, Kind.ROUND_INTERIM) and event.round_id is not None:
             ranks, size = _ranks(event.round_id, rank_cache)
-            for sub_id, entrant_id, name in (Submission.objects.filter(round_id=event.round_id, is_counted=True,
-                                                                       user=user)
+            for sub_id, entrant_id, name in (Submission.objects.of_participant(user)  # theirs and their teams'
+                                             .filter(round_id=event.round_id, is_counted=True)
                                              .order_by("id").values_list("pk", "entrant_id", "entrant__name")):
                 row = LeaderboardRow.objects.filter(round_id=event.round_id, split="public",
                                                     entrant_id=entrant_id).first()
@@ -427,7 +447,8 @@ def mails_send(*, ids: list[int]) -> int:
     if not claimed:
         return 0
     rows = list(MailDelivery.objects.filter(pk__in=claimed).select_related(
-        "user", "event__benchmark", "event__round", "event__submission__benchmark", "event__submission__round")
+        "user", "event__benchmark", "event__round", "event__submission__benchmark", "event__submission__round",
+        "event__submission__entrant")
         .order_by("id"))
     rank_cache: dict = {}
     messages, built = [], []

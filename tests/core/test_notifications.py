@@ -345,3 +345,57 @@ def test_signature_matches_the_documented_formula():
     body = json.dumps({"id": "x"}).encode()
     expected = hmac.new(b"k" * 16, b"1700000000." + body, hashlib.sha256).hexdigest()
     assert signature("k" * 16, 1700000000, body) == f"sha256={expected}"
+
+
+def _team_of_two(users, benchmark):
+    """``owner``'s team on ``benchmark`` with ``member`` in it; everyone has an address."""
+    from leaderboard.core.services.teams import invite_accept, team_create, team_invite
+
+    for name in ("owner", "member", "outsider"):
+        users[name].email = f"{name}@example.org"
+        users[name].save()
+    team = team_create(user=users["owner"], benchmark=benchmark, name="the-team")
+    invite_accept(invite_id=team_invite(team=team, by=users["owner"], username="member").pk, user=users["member"])
+    return team
+
+
+def test_a_teams_submission_is_told_to_every_member_once(db, users, mini_benchmark, smtp_server, receiver,
+                                                          allow_local):
+    """The team is the entrant: a teammate's upload is told to every member, by mail and to their
+    webhooks, once each, and worded as the team's to those who did not upload it; nobody outside the
+    team hears of it."""
+    team = _team_of_two(users, mini_benchmark)
+    webhook_create(user=users["owner"], url=receiver.url, events=["submission.scored"], secret=SECRET)
+    sub = upload_static(users["member"], mini_benchmark)
+    assert sub.entrant_id == team.entrant_id
+    notifications_dispatch()
+    notifications_dispatch()  # the sweep again: nothing twice
+    (to_member,) = smtp_server.wait_for("member@example.org")
+    (to_owner,) = smtp_server.wait_for("owner@example.org")
+    assert f"] Your submission #{sub.pk} to " in to_member.subject
+    assert f"] Your team the-team's submission #{sub.pk} to " in to_owner.subject
+    assert "Rank on the public leaderboard: 1 of 1." in to_owner.text and f"/submissions/{sub.pk}/" in to_owner.text
+    got = receiver.wait(1)
+    assert [(r.json["event"], r.json["data"]["submission"]) for r in got] == [("submission.scored", sub.pk)]
+    assert got[0].signature_ok(SECRET)
+    assert smtp_server.to("outsider@example.org") == [] and MailDelivery.objects.count() == 2
+
+
+def test_a_resolved_rounds_mail_lists_the_teams_model_for_every_member(db, users, tmp_path, smtp_server):
+    """A round the team's model took part in is told to every member, with the team's submission, its
+    rank and scores, whoever uploaded it."""
+    bench = signals_benchmark(tmp_path)
+    gen = SignalsRound(60, seed=3)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    _team_of_two(users, bench)
+    sub = submission_create(user=users["member"], benchmark=bench, data=gen.submission_csv(gen.predictions(0.5, 1)),
+                            filename="p.csv").submission
+    round_close(round_=round_)
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1.0, 6)), filename="t.csv", final=True)
+    score_latest(round_)
+    notifications_dispatch()
+    for name in ("owner", "member"):
+        (message,) = smtp_server.wait_for(f"{name}@example.org")
+        assert "round 1 is resolved" in message.subject, name
+        assert f"the-team (submission #{sub.pk}): rank 1 of 1" in message.text and "corr" in message.text, name
+    assert smtp_server.to("outsider@example.org") == []
