@@ -8,8 +8,9 @@ with ``<!--v:NAME-->...<!--/v:NAME-->`` and renders every row as ``<tr id="rank-
 signed-in visitor, ``personal_page`` renders those three parts alone, with the same templates the whole
 page includes (core/_site_nav.html, the submit box's template, core/_find_me.html), puts them between the
 marks and marks the viewer's rows ``class="mine"``: byte for byte the page the view would render
-(tests/core/test_personal_page.py compares them), in two queries (the user, by plain SQL in the
-ordinary case: ``session_user``; the viewer's entrants with today's quota) and no full template render.
+(tests/core/test_personal_page.py compares them), from one cache read (the board's generation with the
+session: ``prefetch``) and one query (the user by plain SQL in the ordinary case, with the viewer's
+entrants and today's quota: ``_session_viewer``), and no full template render.
 
 It gives up (None: the view renders the page) whenever the result could differ: no cached page or no
 ``Splice`` stored with it (an entry stored before the view marked its pages), a viewer who

@@ -728,16 +728,19 @@ def round_public(round_: Round) -> dict | None:
 
 
 def comparison_sets_view(benchmark: Benchmark, *, track: str, page: int = 1,
-                         page_size: int = DEFAULT_PAGE_SIZE) -> dict:
+                         page_size: int | None = DEFAULT_PAGE_SIZE) -> dict:
     """A track's comparison sets as stored by the last standings refresh, entrant names resolved:
     ``sets`` (``members``, ``joined``, ``rounds``, ``oracle_sum``, ``count``, ``rows`` of this page:
     ``rank``, ``entrant``, ``score``, ``return_sum``, ``oracle_sum``), ``history`` (every entrant's
-    all-available rounds: context, not the ranking), ``has_next`` and ``updated_at``."""
+    all-available rounds: context, not the ranking), ``has_next`` and ``updated_at``. ``page_size``
+    None: every row of every set."""
     doc = StandingsDocument.objects.filter(benchmark=benchmark, track=track, name="comparison_sets").first()
     data = doc.data if doc is not None else {}
     sets, history = data.get("sets", []), data.get("history", [])
     ids = {e for s in sets for e in s["members"]} | {h["entrant"] for h in history}
     names = dict(Entrant.objects.filter(pk__in=ids).values_list("pk", "name"))
+    if page_size is None:
+        page, page_size = 1, max((len(s["rows"]) for s in sets), default=0) or 1
     offset = (page - 1) * page_size
     out_sets = []
     for s in sets:

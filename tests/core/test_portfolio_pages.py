@@ -108,34 +108,35 @@ def test_comparison_sets_only_for_portfolio_and_declared_in_the_schema(db, tmp_p
     assert {"sets", "history", "track", "next"} <= set(schema["components"]["schemas"][ref]["properties"])
 
 
-def test_round_and_comparison_pages_take_the_same_queries_for_more_models(bench, client):
+def resolved_round(bench, n_models: int, number: int) -> None:
+    """A weekly round with models ``model0`` .. ``model{n-1}`` (ALPHA 0-90 %, the rest cash), resolved."""
     from django.contrib.auth import get_user_model
+
+    r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    for i in range(n_models):
+        user, _ = get_user_model().objects.get_or_create(username=f"model{i}")
+        submission_create(user=user, benchmark=bench, filename="p.json",
+                          data=portfolio_json({"ALPHA": 10 * (i % 10), "CASH": 100 - 10 * (i % 10)}, 0.5, "r"))
+    round_close(round_=r)
+    round_truth_load(round_=r, data=prices_csv({"ALPHA": 84, "BRAVO": 26, "SP500": 5050}), filename="f.csv",
+                     final=False, as_of=dt.date(2026, 1, number))
+    round_truth_load(round_=r, data=prices_csv({"ALPHA": 88, "BRAVO": 24, "SP500": 5050}), filename="f.csv",
+                     final=True)
+    scored(r)
+
+
+def test_round_and_comparison_pages_take_the_same_queries_for_more_models(bench, client):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
-
-    User = get_user_model()
-
-    def resolved_round(n_models: int, number: int) -> None:
-        r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
-        for i in range(n_models):
-            user, _ = User.objects.get_or_create(username=f"model{i}")
-            submission_create(user=user, benchmark=bench, filename="p.json",
-                              data=portfolio_json({"ALPHA": 10 * (i % 10), "CASH": 100 - 10 * (i % 10)}, 0.5, "r"))
-        round_close(round_=r)
-        round_truth_load(round_=r, data=prices_csv({"ALPHA": 84, "BRAVO": 26, "SP500": 5050}), filename="f.csv",
-                         final=False, as_of=dt.date(2026, 1, number))
-        round_truth_load(round_=r, data=prices_csv({"ALPHA": 88, "BRAVO": 24, "SP500": 5050}), filename="f.csv",
-                         final=True)
-        scored(r)
 
     def count(path: str) -> int:
         with CaptureQueriesContext(connection) as queries:
             assert client.get(path).status_code == 200
         return len(queries)
 
-    resolved_round(3, 1)
+    resolved_round(bench, 3, 1)
     few = (count(f"/b/{bench.slug}/rounds/1/"), count(f"/b/{bench.slug}/comparison-sets/"))
-    resolved_round(12, 2)
+    resolved_round(bench, 12, 2)
     many = (count(f"/b/{bench.slug}/rounds/2/"), count(f"/b/{bench.slug}/comparison-sets/"))
     assert many == few and max(many) <= 25, (few, many)
 
@@ -187,3 +188,31 @@ def test_the_data_credit_is_on_every_page_of_the_benchmark_and_in_the_api(db, tm
     other = portfolio_benchmark(tmp_path, slug="uncredited")
     assert 'data-role="credit"' not in client.get(f"/b/{other.slug}/").content.decode()
 
+
+
+def test_comparison_sets_download_whole_as_csv(bench, client):
+    """``?format=csv``: every row of every set in one file (not paged), a line per set and model with the
+    set's rounds, the same values as the JSON; the page links to it."""
+    import csv
+    import io
+
+    resolved_round(bench, 3, 1)
+    resolved_round(bench, 5, 2)  # model3 and model4 join: a second set, over round 2 only
+    api = f"/api/benchmarks/{bench.slug}/comparison-sets/?track=weekly"
+    sets = APIClient().get(f"{api}&page_size=1000").json()["sets"]
+    assert [len(one["rows"]) for one in sets] == [3, 5]
+    answer = APIClient().get(f"{api}&format=csv&page_size=2")  # paging does not apply to the file
+    assert answer.status_code == 200 and answer["Content-Type"].startswith("text/csv")
+    assert f'filename="{bench.slug}-weekly-comparison-sets.csv"' in answer["Content-Disposition"]
+    lines = list(csv.DictReader(io.StringIO(answer.content.decode())))
+    assert [(int(x["set"]), x["rounds"], int(x["rank"]), x["entrant"]) for x in lines] == [
+        (number, " ".join(str(n) for n in one["rounds"]), row["rank"], row["entrant"])
+        for number, one in enumerate(sets, start=1) for row in one["rows"]]
+    for line, row in zip(lines, [row for one in sets for row in one["rows"]], strict=True):
+        for name in ("score", "return_sum", "oracle_sum"):
+            assert (float(line[name]) if line[name] else None) == row[name], name
+        assert [float(line["interval_low"]), float(line["interval_high"])] == row["interval"]
+        assert [int(line["rank_range_low"]), int(line["rank_range_high"])] == row["rank_range"]
+    html = client.get(f"/b/{bench.slug}/comparison-sets/?track=weekly").content.decode()
+    assert f'data-role="sets-csv" href="{api.replace("&", "&amp;")}&amp;format=csv"' in html
+    assert APIClient().get(f"{api}&format=xml").status_code == 400

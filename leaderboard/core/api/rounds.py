@@ -20,6 +20,7 @@ from leaderboard.core.api.views import (
     FORMAT_PARAMETER,
     PAGING_PARAMETERS,
     board_csv_answer,
+    board_csv_line,
     board_data,
     cached_board_answer,
     csv_response,
@@ -283,9 +284,11 @@ class ComparisonSets(APIView):
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(parameters=[OpenApiParameter("track", str, description="default: the kind's first track"),
-                               *PAGING_PARAMETERS],
-                   responses={200: s.ComparisonSetsSerializer, 400: s.ErrorsSerializer},
-                   summary="Comparison sets of a track: ranked rows per set, all-available history as context")
+                               *PAGING_PARAMETERS, BOARD_FORMAT_PARAMETER],
+                   responses={(200, "application/json"): s.ComparisonSetsSerializer, (200, "text/csv"): bytes,
+                              400: s.ErrorsSerializer},
+                   summary="Comparison sets of a track: ranked rows per set, all-available history as context "
+                           "(?format=csv: every row of every set, not paged)")
     def get(self, request, slug):
         b = _round_kind_benchmark(request, slug)
         kind = b.kind_impl
@@ -295,6 +298,11 @@ class ComparisonSets(APIView):
         if track not in kind.tracks:
             return error_response([RowError(f"unknown track {track!r}; one of {', '.join(kind.tracks)}",
                                             column="track")], 400)
+        if wants_csv(request):  # every set whole: a line per (set, model), the set's rounds in each
+            sets = selectors.comparison_sets_view(b, track=track, page_size=None)["sets"]
+            lines = [board_csv_line({"set": number, "rounds": " ".join(str(n) for n in one["rounds"]), **row})
+                     for number, one in enumerate(sets, start=1) for row in one["rows"]]
+            return csv_response(lines, f"{b.slug}-{track}-comparison-sets.csv")
         paging, error = paging_or_error(request)
         if error:
             return error
