@@ -12,6 +12,8 @@ import os
 import shutil
 import tempfile
 
+from gunicorn.glogging import Logger
+
 from leaderboard.env import envbool, envchoice, envint, envstr
 from leaderboard.logconfig import logging_config
 
@@ -39,6 +41,19 @@ logconfig_dict = logging_config(fmt=envchoice("LOG_FORMAT", "plain", ("plain", "
                                 level=envstr("LOG_LEVEL", "INFO").upper())
 accesslog = "-" if envbool("WEB_ACCESS_LOG", True) else None
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms rid=%({x-request-id}o)s'
+
+
+class SiteLogger(Logger):
+    """gunicorn's logger, writing the access line only when ``accesslog`` is set: with a
+    ``logconfig_dict`` (ours, for every other line) gunicorn otherwise builds and writes it for every
+    request whatever ``accesslog`` says, so ``WEB_ACCESS_LOG=false`` changed nothing."""
+
+    def access(self, resp, req, environ, request_time):
+        if self.cfg.accesslog:
+            super().access(resp, req, environ, request_time)
+
+
+logger_class = SiteLogger
 
 # /metrics counts HTTP answers in every worker process and adds them up: prometheus-client's
 # multiprocess mode, through files in a folder the workers share. Set here, in the master,

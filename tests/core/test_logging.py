@@ -114,3 +114,18 @@ def test_logging_live_server_with_debug_off_writes_json_lines_with_traceback_and
     access = [r for r in records if r["logger"] == "gunicorn.access"]
     assert any(f"rid={request_id}" in r["message"] and '" 500 ' in r["message"] for r in access)
     assert any(f"rid={ok.headers['X-Request-ID']}" in r["message"] for r in access)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_web_access_log_false_writes_no_access_line_and_every_other_line(db):
+    """``WEB_ACCESS_LOG=false``: no access line per request (a proxy in front logs them), while
+    gunicorn's own lines still come."""
+    proc, base = start_gunicorn(workers=1, threads=2, env_overrides={"WEB_ACCESS_LOG": "false", "LOG_FORMAT": "json"})
+    try:
+        ok = Session(base).get("/api/benchmarks/")
+    finally:
+        log = stop_worker(proc)
+    assert ok.status == 200
+    records = [json.loads(line) for line in log.splitlines() if line.strip()]
+    assert any(r["logger"].startswith("gunicorn.error") for r in records), records
+    assert not [r for r in records if r["logger"] == "gunicorn.access"]
