@@ -139,6 +139,11 @@ def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any], *, pu
     return value
 
 
+def caching() -> bool:
+    """Whether reads are cached now: not turned off (``BOARD_CACHE_SECONDS=0``), the cache reachable."""
+    return settings.BOARD_CACHE_SECONDS > 0 and _usable()
+
+
 def current_generation(benchmark_id: int) -> str | None:
     """The benchmark's generation, to read before building a ``public_store`` entry; None: do not cache."""
     if settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
@@ -182,6 +187,34 @@ def _lru_put(entries: OrderedDict[str, tuple], key: str, entry: tuple, size: int
         entries.move_to_end(key)
         while len(entries) > size:
             entries.popitem(last=False)
+
+
+# Builds under way in this process, by key: the threads that ask for the same key meanwhile wait.
+_building: dict[tuple, threading.Event] = {}
+
+
+def single_flight(key: tuple, build: Callable[[], Any], *, wait: float) -> tuple[bool, Any]:
+    """``(True, build())`` for the first thread of this process to ask for ``key``; a thread asking
+    while that build runs gets ``(False, None)`` once it has finished (or after ``wait`` seconds),
+    and reads the cache again. A board that changed is missed by every thread of every process at
+    once, and the page behind it takes tens of milliseconds to render: one of them renders it and
+    the rest are served what it stored, instead of each rendering the same page (issue 26)."""
+    with _local_lock:
+        running = _building.get(key)
+        if running is None:
+            running = _building[key] = threading.Event()
+            first = True
+        else:
+            first = False
+    if not first:
+        running.wait(wait)
+        return False, None
+    try:
+        return True, build()
+    finally:
+        with _local_lock:
+            _building.pop(key, None)
+        running.set()
 
 
 def public_read_keys(slug: str) -> tuple[str, ...]:

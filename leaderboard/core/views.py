@@ -30,7 +30,15 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import delivery, presentation, selectors
-from leaderboard.core.boardcache import cached_read, current_generation, public_read, public_read_keys, public_store
+from leaderboard.core.boardcache import (
+    cached_read,
+    caching,
+    current_generation,
+    public_read,
+    public_read_keys,
+    public_store,
+    single_flight,
+)
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.forms import AccountDeleteForm, EntrantForm, InviteForm, SubmitForm, TeamForm, TokenForm
 from leaderboard.core.models import (
@@ -118,6 +126,17 @@ def _shareable_page(request, response) -> bool:
             and not (storage is not None and storage._queued_messages))
 
 
+# How long a request waits for another thread rendering the same shared page before rendering its own.
+SHARED_RENDER_WAIT = 10.0
+
+
+def _shared_response(hit: tuple) -> HttpResponse:
+    """The stored anonymous page ``hit`` (``public_read``'s entry) as an answer."""
+    response = HttpResponse(hit[0], content_type=hit[1])
+    patch_vary_headers(response, ("Cookie",))  # as the page rendered (it looked at the session)
+    return response
+
+
 def anonymous_page_cache(view):
     """The whole page an anonymous visitor gets, from one cache read per request while the benchmark's
     boards are unchanged (``boardcache.public_read``), and never for anyone else.
@@ -154,9 +173,11 @@ def anonymous_page_cache(view):
             if _personal_request(request):  # a signed-in visitor: the shared page with their parts in it
                 prefetched = prefetch(request, public_read_keys(slug))
                 hit = public_read(slug, parts, prefetched)
-                if hit is None and request.user.is_authenticated:  # none yet: render the anonymous one once
+                if hit is None and caching() and request.user.is_authenticated:  # none yet: the anonymous one
                     try:
-                        hit = render_shared(_as_anonymous(request), slug, parts, only_to_store=True)[1]
+                        first, built = single_flight(parts, lambda: public_read(slug, parts) or render_shared(
+                            _as_anonymous(request), slug, parts, only_to_store=True)[1], wait=SHARED_RENDER_WAIT)
+                        hit = built if first else public_read(slug, parts, prefetched)
                     except Http404:  # not a page anyone may see: the view answers this visitor
                         hit = None
                 if hit is not None and len(hit) > 2 and hit[2] is not None:
@@ -164,12 +185,19 @@ def anonymous_page_cache(view):
                     if response is not None:
                         return response
             return view(request, slug)
+        def shared():  # rendered and stored, unless another thread stored it since this one looked
+            again = public_read(slug, parts)
+            return _shared_response(again) if again is not None else render_shared(request, slug, parts)[0]
+
         hit = public_read(slug, parts)
+        if hit is None and caching():  # a miss: one thread renders and stores it, the others read that
+            first, built = single_flight(parts, shared, wait=SHARED_RENDER_WAIT)
+            if first:
+                return built
+            hit = public_read(slug, parts)
         if hit is not None:
-            response = HttpResponse(hit[0], content_type=hit[1])
-            patch_vary_headers(response, ("Cookie",))  # as the page rendered (it looked at the session)
-            return response
-        return render_shared(request, slug, parts)[0]
+            return _shared_response(hit)
+        return render_shared(request, slug, parts)[0]  # nothing stored (not shareable, cache off): its own
 
     return wrapper
 

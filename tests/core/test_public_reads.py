@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import time
 
 import pytest
 from django.core.cache import cache
@@ -150,3 +151,49 @@ def test_public_reads_redis_client_is_kept_between_operations(db):
     wrapper = cache._cache
     assert wrapper.get_client(write=True) is wrapper.get_client(write=True)
     assert wrapper.get_client() is wrapper.get_client()
+
+
+def test_public_reads_a_missed_page_is_rendered_once_for_visitors_arriving_together(
+        mini_benchmark, users, monkeypatch):
+    """The board changed and six visitors, anonymous and signed in, ask for its page at once: one
+    thread renders it (``boardcache.single_flight``) while the others wait for it and are answered
+    what it stored, each the page they would have got."""
+    import threading
+
+    from django.db import connection
+    from django.test import Client
+
+    from leaderboard.core.boardcache import boards_changed
+
+    _upload(users["owner"], mini_benchmark, None)
+    real = selectors.board_shareable_seconds
+    stored = []
+
+    def slow_store(*args, **kwargs):  # reached once per render whose page is stored: make it take a while
+        stored.append(threading.get_ident())
+        time.sleep(0.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(selectors, "board_shareable_seconds", slow_store)
+    boards_changed(mini_benchmark.pk)
+    clients = [Client() for _ in range(6)]
+    for client in clients[3:]:
+        client.force_login(users["member"])
+    gate, pages = threading.Barrier(len(clients)), {}
+
+    def visit(i: int) -> None:
+        try:
+            gate.wait()
+            pages[i] = clients[i].get(PAGE)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=visit, args=(i,)) for i in range(len(clients))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(stored) == 1, stored
+    assert sorted(pages) == list(range(6)) and all(page.status_code == 200 for page in pages.values())
+    assert len({pages[i].content for i in range(3)}) == 1 and b"Signed in" not in pages[0].content
+    assert all(b'title="Signed in">member<' in pages[i].content for i in range(3, 6))
