@@ -204,7 +204,10 @@ def test_comparison_sets_download_whole_as_csv(bench, client):
     answer = APIClient().get(f"{api}&format=csv&page_size=2")  # paging does not apply to the file
     assert answer.status_code == 200 and answer["Content-Type"].startswith("text/csv")
     assert f'filename="{bench.slug}-weekly-comparison-sets.csv"' in answer["Content-Disposition"]
-    lines = list(csv.DictReader(io.StringIO(answer.content.decode())))
+    reader = csv.DictReader(io.StringIO(answer.content.decode()))
+    lines = list(reader)
+    assert reader.fieldnames == ["set", "rounds", "rank", "entrant", "score", "return_sum", "oracle_sum",
+                                 "interval_low", "interval_high", "rank_range_low", "rank_range_high"]
     assert [(int(x["set"]), x["rounds"], int(x["rank"]), x["entrant"]) for x in lines] == [
         (number, " ".join(str(n) for n in one["rounds"]), row["rank"], row["entrant"])
         for number, one in enumerate(sets, start=1) for row in one["rows"]]

@@ -300,7 +300,9 @@ class ComparisonSets(APIView):
                                             column="track")], 400)
         if wants_csv(request):  # every set whole: a line per (set, model), the set's rounds in each
             sets = selectors.comparison_sets_view(b, track=track, page_size=None)["sets"]
-            lines = [board_csv_line({"set": number, "rounds": " ".join(str(n) for n in one["rounds"]), **row})
+            first = ("rank", "entrant", "score", "return_sum", "oracle_sum")  # then the interval, rank range
+            lines = [board_csv_line({"set": number, "rounds": " ".join(str(n) for n in one["rounds"]),
+                                     **{name: row.get(name) for name in first}, **row})
                      for number, one in enumerate(sets, start=1) for row in one["rows"]]
             return csv_response(lines, f"{b.slug}-{track}-comparison-sets.csv")
         paging, error = paging_or_error(request)
