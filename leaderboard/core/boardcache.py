@@ -126,14 +126,23 @@ def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any], *, pu
         if keep_here:
             _lru_put(_kept, key, (generation, stored[1]), _KEPT_ENTRIES)
         return stored[1]
-    # The generation was read before the database: a board changed meanwhile has a newer one, so
-    # what is stored here under the older generation is never served after that change.
-    value = build()
-    seconds = public() if public_slug is not None and public is not None else 0
-    if seconds >= 1 and public_slug is not None:
-        public_store(benchmark_id, public_slug, parts, generation, value, seconds=seconds)
-    else:
-        cache.set(key, (generation, value, None), settings.BOARD_CACHE_SECONDS)
+
+    def build_and_store() -> Any:
+        # The generation was read before the database: a board changed meanwhile has a newer one, so
+        # what is stored here under the older generation is never served after that change.
+        value = build()
+        seconds = public() if public_slug is not None and public is not None else 0
+        if seconds >= 1 and public_slug is not None:
+            public_store(benchmark_id, public_slug, parts, generation, value, seconds=seconds)
+        else:
+            cache.set(key, (generation, value, None), settings.BOARD_CACHE_SECONDS)
+        return value
+
+    # A board that changed is missed by every reader at once: one thread of the process builds it.
+    first, value = single_flight((key, generation), build_and_store, wait=BUILD_WAIT_SECONDS)
+    if not first:  # built by another thread meanwhile: what it stored, else built here after all
+        stored = cache.get(key)
+        value = stored[1] if stored is not None and stored[0] == generation else build_and_store()
     if keep_here:
         _lru_put(_kept, key, (generation, value), _KEPT_ENTRIES)
     return value
@@ -189,6 +198,8 @@ def _lru_put(entries: OrderedDict[str, tuple], key: str, entry: tuple, size: int
             entries.popitem(last=False)
 
 
+# How long a read waits for another thread of its process building the same entry before building it too.
+BUILD_WAIT_SECONDS = 5.0
 # Builds under way in this process, by key: the threads that ask for the same key meanwhile wait.
 _building: dict[tuple, threading.Event] = {}
 
@@ -196,9 +207,10 @@ _building: dict[tuple, threading.Event] = {}
 def single_flight(key: tuple, build: Callable[[], Any], *, wait: float) -> tuple[bool, Any]:
     """``(True, build())`` for the first thread of this process to ask for ``key``; a thread asking
     while that build runs gets ``(False, None)`` once it has finished (or after ``wait`` seconds),
-    and reads the cache again. A board that changed is missed by every thread of every process at
-    once, and the page behind it takes tens of milliseconds to render: one of them renders it and
-    the rest are served what it stored, instead of each rendering the same page (issue 26)."""
+    and reads the cache again. A board that changed is missed by every reader of every process at
+    once, and a page or a board's JSON takes tens of milliseconds to build: one thread of each
+    process builds it and the rest are served what it stored, instead of each building the same
+    (``cached_read``, ``views.anonymous_page_cache``; issue 26)."""
     with _local_lock:
         running = _building.get(key)
         if running is None:

@@ -197,3 +197,44 @@ def test_public_reads_a_missed_page_is_rendered_once_for_visitors_arriving_toget
     assert sorted(pages) == list(range(6)) and all(page.status_code == 200 for page in pages.values())
     assert len({pages[i].content for i in range(3)}) == 1 and b"Signed in" not in pages[0].content
     assert all(b'title="Signed in">member<' in pages[i].content for i in range(3, 6))
+
+
+def test_public_reads_a_missed_board_answer_is_built_once_for_readers_arriving_together(
+        mini_benchmark, users, monkeypatch):
+    """After a board change six API readers ask for the board at once: its JSON is built by one thread
+    (``cached_read`` through ``single_flight``) and every reader gets the same answer."""
+    import threading
+
+    from django.db import connection
+    from django.test import Client
+    from rest_framework.renderers import JSONRenderer
+
+    from leaderboard.core.boardcache import boards_changed
+
+    _upload(users["owner"], mini_benchmark, None)
+    real, built = JSONRenderer.render, []
+
+    def slow_render(self, *args, **kwargs):  # the board's JSON, built: make it take a while
+        built.append(threading.get_ident())
+        time.sleep(0.5)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(JSONRenderer, "render", slow_render)
+    boards_changed(mini_benchmark.pk)
+    gate, answers = threading.Barrier(6), {}
+
+    def read(i: int) -> None:
+        try:
+            gate.wait()
+            answers[i] = Client().get(API, REMOTE_ADDR=f"10.9.0.{i + 1}")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(built) == 1, built
+    assert sorted(answers) == list(range(6)) and all(a.status_code == 200 for a in answers.values())
+    assert len({a.content for a in answers.values()}) == 1 and b'"owner"' in answers[0].content
