@@ -185,6 +185,7 @@ def anonymous_page_cache(view):
                     if response is not None:
                         return response
             return view(request, slug)
+
         def shared():  # rendered and stored, unless another thread stored it since this one looked
             again = public_read(slug, parts)
             return _shared_response(again) if again is not None else render_shared(request, slug, parts)[0]

@@ -12,11 +12,11 @@ import threading
 import pytest
 import redis
 from django.core.cache import cache
-from django.db import close_old_connections
 from django.test import Client
 
 from leaderboard.core.throttles import VisitorRateThrottle
 from tests.core.test_board_cache import _upload
+from tests.support.threads import release_thread_connections
 
 API = "/api/benchmarks/mini-props/leaderboard/"
 HEADERS = ("Content-Type", "Vary", "Allow", "RateLimit-Limit", "RateLimit-Reset", "X-Min-Client-Version")
@@ -56,7 +56,7 @@ def test_throttle_limit_holds_when_one_client_races_it(mini_benchmark, settings,
             with lock:
                 statuses.append(status)
         finally:
-            close_old_connections()
+            release_thread_connections()
 
     threads = [threading.Thread(target=one) for _ in range(40)]
     for t in threads:

@@ -16,6 +16,7 @@ from leaderboard.core import selectors
 from leaderboard.core.models import Round, Submission
 from tests.conftest import MINI_ROWS
 from tests.core.test_board_cache import _upload
+from tests.support.threads import release_thread_connections
 
 PAGE = "/b/mini-props/"
 API = "/api/benchmarks/mini-props/leaderboard/"
@@ -160,7 +161,6 @@ def test_public_reads_a_missed_page_is_rendered_once_for_visitors_arriving_toget
     what it stored, each the page they would have got."""
     import threading
 
-    from django.db import connection
     from django.test import Client
 
     from leaderboard.core.boardcache import boards_changed
@@ -186,7 +186,7 @@ def test_public_reads_a_missed_page_is_rendered_once_for_visitors_arriving_toget
             gate.wait()
             pages[i] = clients[i].get(PAGE)
         finally:
-            connection.close()
+            release_thread_connections()
 
     threads = [threading.Thread(target=visit, args=(i,)) for i in range(len(clients))]
     for thread in threads:
@@ -205,7 +205,6 @@ def test_public_reads_a_missed_board_answer_is_built_once_for_readers_arriving_t
     (``cached_read`` through ``single_flight``) and every reader gets the same answer."""
     import threading
 
-    from django.db import connection
     from django.test import Client
     from rest_framework.renderers import JSONRenderer
 
@@ -228,7 +227,7 @@ def test_public_reads_a_missed_board_answer_is_built_once_for_readers_arriving_t
             gate.wait()
             answers[i] = Client().get(API, REMOTE_ADDR=f"10.9.0.{i + 1}")
         finally:
-            connection.close()
+            release_thread_connections()
 
     threads = [threading.Thread(target=read, args=(i,)) for i in range(6)]
     for thread in threads:
