@@ -7,8 +7,6 @@ counted once. On the embedded default (the file cache) the same limits hold thro
 """
 from __future__ import annotations
 
-import threading
-
 import pytest
 import redis
 from django.core.cache import cache
@@ -16,7 +14,7 @@ from django.test import Client
 
 from leaderboard.core.throttles import VisitorRateThrottle
 from tests.core.test_board_cache import _upload
-from tests.support.threads import release_thread_connections
+from tests.support.threads import at_once
 
 API = "/api/benchmarks/mini-props/leaderboard/"
 HEADERS = ("Content-Type", "Vary", "Allow", "RateLimit-Limit", "RateLimit-Reset", "X-Min-Client-Version")
@@ -45,24 +43,7 @@ def test_throttle_limit_holds_when_one_client_races_it(mini_benchmark, settings,
     monkeypatch.setattr(VisitorRateThrottle, "THROTTLE_RATES", {**VisitorRateThrottle.THROTTLE_RATES,
                                                                  "anon": "15/min"})
     _get(Client(), "10.9.9.1", "/api/benchmarks/")  # the suite's OpenAPI check builds its schema once, here
-    statuses: list[int] = []
-    lock = threading.Lock()
-    start = threading.Barrier(40)
-
-    def one() -> None:
-        start.wait()
-        try:
-            status = _get(Client(), "10.9.9.9", "/api/benchmarks/").status_code
-            with lock:
-                statuses.append(status)
-        finally:
-            release_thread_connections()
-
-    threads = [threading.Thread(target=one) for _ in range(40)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    statuses = list(at_once(40, lambda i: _get(Client(), "10.9.9.9", "/api/benchmarks/").status_code).values())
     if _on_redis():
         assert sorted(statuses) == [200] * 15 + [429] * 25
     else:  # the file cache's read and write are not atomic: the limit may be passed by a few, never halved

@@ -16,7 +16,7 @@ from leaderboard.core import selectors
 from leaderboard.core.models import Round, Submission
 from tests.conftest import MINI_ROWS
 from tests.core.test_board_cache import _upload
-from tests.support.threads import release_thread_connections
+from tests.support.threads import at_once
 
 PAGE = "/b/mini-props/"
 API = "/api/benchmarks/mini-props/leaderboard/"
@@ -179,20 +179,7 @@ def test_public_reads_a_missed_page_is_rendered_once_for_visitors_arriving_toget
     clients = [Client() for _ in range(6)]
     for client in clients[3:]:
         client.force_login(users["member"])
-    gate, pages = threading.Barrier(len(clients)), {}
-
-    def visit(i: int) -> None:
-        try:
-            gate.wait()
-            pages[i] = clients[i].get(PAGE)
-        finally:
-            release_thread_connections()
-
-    threads = [threading.Thread(target=visit, args=(i,)) for i in range(len(clients))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    pages = at_once(len(clients), lambda i: clients[i].get(PAGE))
     assert len(stored) == 1, stored
     assert sorted(pages) == list(range(6)) and all(page.status_code == 200 for page in pages.values())
     assert len({pages[i].content for i in range(3)}) == 1 and b"Signed in" not in pages[0].content
@@ -220,20 +207,7 @@ def test_public_reads_a_missed_board_answer_is_built_once_for_readers_arriving_t
 
     monkeypatch.setattr(JSONRenderer, "render", slow_render)
     boards_changed(mini_benchmark.pk)
-    gate, answers = threading.Barrier(6), {}
-
-    def read(i: int) -> None:
-        try:
-            gate.wait()
-            answers[i] = Client().get(API, REMOTE_ADDR=f"10.9.0.{i + 1}")
-        finally:
-            release_thread_connections()
-
-    threads = [threading.Thread(target=read, args=(i,)) for i in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    answers = at_once(6, lambda i: Client().get(API, REMOTE_ADDR=f"10.9.0.{i + 1}"))
     assert len(built) == 1, built
     assert sorted(answers) == list(range(6)) and all(a.status_code == 200 for a in answers.values())
     assert len({a.content for a in answers.values()}) == 1 and b'"owner"' in answers[0].content
