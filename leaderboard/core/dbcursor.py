@@ -4,8 +4,10 @@ Django's psycopg cursors bind parameters on the client: each statement reaches P
 text, which it parses and plans every time. For the query a signed-in benchmark page runs on every
 view (``personal.py``) that was most of its cost on the server: about 85 us a run against 20 us
 prepared (issue 26). ``Prepared`` runs such a statement as SQL's own ``PREPARE`` (once on each
-connection) and ``EXECUTE`` (every run) through Django's ordinary cursor, so the health check, the
-error wrapping and the query log (``EXECUTE name(values)``) are Django's as for any query.
+connection, as part of setting the connection up, the way Django sets its time zone: not in the
+query log, so a page's query count does not depend on whether it came first on its connection) and
+``EXECUTE`` (every run) through Django's ordinary cursor, so the health check, the error wrapping
+and the query log (``EXECUTE name(values)``) are Django's as for any query.
 
 ``DB_PREPARED_STATEMENTS=false`` (settings) runs the statement as it is: for a pooler in transaction
 mode, which does not keep a connection's prepared statements. On SQLite it always runs as it is.
@@ -43,6 +45,7 @@ class Prepared:
         if done is None:
             done = raw.leaderboard_prepared = set()
         if self.name not in done:
-            cursor.execute(self._prepare)
+            with connection.wrap_database_errors, raw.cursor() as setup:
+                setup.execute(self._prepare)
             done.add(self.name)
         cursor.execute(self._execute, params)
