@@ -88,6 +88,11 @@ def _read_key(benchmark_id: int, parts: tuple) -> str:
 _benchmark_ids: dict[str, int] = {}
 
 
+def caching() -> bool:
+    """Whether reads are cached now: not turned off (``BOARD_CACHE_SECONDS=0``), the cache reachable."""
+    return settings.BOARD_CACHE_SECONDS > 0 and _usable()
+
+
 def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any], *, public_slug: str | None = None,
                 public: Callable[[], float] | None = None, prefetched: dict[str, Any] | None = None,
                 keep_here: bool = False) -> Any:
@@ -103,7 +108,7 @@ def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any], *, pu
     asked on every page view of one visitor: "find me"); with the generation prefetched, a value kept
     under it is answered with no round trip at all.
     """
-    if settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
+    if not caching():
         return build()
     generation_key = _generation_key(benchmark_id)
     key = _read_key(benchmark_id, parts)
@@ -148,14 +153,9 @@ def cached_read(benchmark_id: int, parts: tuple, build: Callable[[], Any], *, pu
     return value
 
 
-def caching() -> bool:
-    """Whether reads are cached now: not turned off (``BOARD_CACHE_SECONDS=0``), the cache reachable."""
-    return settings.BOARD_CACHE_SECONDS > 0 and _usable()
-
-
 def current_generation(benchmark_id: int) -> str | None:
     """The benchmark's generation, to read before building a ``public_store`` entry; None: do not cache."""
-    if settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
+    if not caching():
         return None
     return board_generation(benchmark_id)
 
@@ -247,7 +247,7 @@ def public_read(slug: str, parts: tuple, prefetched: dict[str, Any] | None = Non
     ``prefetched`` holds it (``public_read_keys``, read by this request's throttle).
     """
     benchmark_id = _benchmark_ids.get(slug)
-    if benchmark_id is None or settings.BOARD_CACHE_SECONDS <= 0 or not _usable():
+    if benchmark_id is None or not caching():
         return None
     generation_key = _generation_key(benchmark_id)
     key = _read_key(benchmark_id, parts)

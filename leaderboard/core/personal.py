@@ -42,7 +42,7 @@ from leaderboard.core import selectors
 from leaderboard.core.boardcache import cached_read
 from leaderboard.core.dbcursor import Prepared
 from leaderboard.core.models import Benchmark, LeaderboardRow, Round, StandingRow
-from leaderboard.core.quota import QUOTA_USED_SQL, next_reset, quota_used_params
+from leaderboard.core.quota import QUOTA_USED_SQL, next_reset, quota_used_params, remaining_of
 from leaderboard.core.sessions import SessionStore
 
 
@@ -143,8 +143,8 @@ def _entrants_and_quota(user, benchmark: Benchmark) -> tuple[set[int], int]:
     with connection.cursor() as cursor:
         _ENTRANTS_AND_QUOTA.execute(cursor, quota_used_params(user_id=user.pk, benchmark_id=benchmark.pk))
         rows = cursor.fetchall()
-    used = next((value for part, value in rows if part == 1), 0)
-    return {value for part, value in rows if part == 0}, max(0, benchmark.daily_limit - used)
+    used = next((value for part, value in rows if part == 1), None)
+    return {value for part, value in rows if part == 0}, remaining_of(benchmark.daily_limit, used)
 
 
 @lru_cache(maxsize=2)
@@ -226,7 +226,7 @@ def _session_viewer(request, benchmark: Benchmark | None):
     request.user = request._cached_user = user
     if benchmark is None:
         return user, None
-    return user, (_entrant_ids(row[len(names)]), max(0, benchmark.daily_limit - (row[len(names) + 1] or 0)))
+    return user, (_entrant_ids(row[len(names)]), remaining_of(benchmark.daily_limit, row[len(names) + 1]))
 
 
 def session_user(request):

@@ -108,7 +108,12 @@ def quota_remaining(*, user, benchmark: Benchmark) -> int:
     with connection.cursor() as cursor:
         cursor.execute(QUOTA_USED_SQL, quota_used_params(user_id=user.pk, benchmark_id=benchmark.pk))
         row = cursor.fetchone()
-    return max(0, benchmark.daily_limit - (row[0] if row else 0))
+    return remaining_of(benchmark.daily_limit, row[0] if row else None)
+
+
+def remaining_of(daily_limit: int, used: int | None) -> int:
+    """Uploads left today under ``daily_limit`` with ``used`` counted (None: no row yet, nothing used)."""
+    return max(0, daily_limit - (used or 0))
 
 
 def quota_used_params(*, user_id: int, benchmark_id: int) -> dict:
