@@ -187,6 +187,34 @@ def fill(benchmark, entrants: int, per_entrant: int) -> int:
     return total
 
 
+def read_site(entrants: int, per_entrant: int):
+    """The site the read benchmarks measure, in the scratch database (Django set up): migrated, static
+    files collected (with DEBUG off the pages need the manifest), the demo antibody benchmark with
+    ``entrants`` filler entrants on its board, analysed as autovacuum would a live table (the planner
+    needs the counts), and a ``viewer`` who owns the middle one. ``(benchmark, viewer, submissions)``."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+
+    from leaderboard.core.models import Entrant
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+    from leaderboard.demo import properties as demo
+
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    bundle = Path(tempfile.mkdtemp()) / "bundle"
+    bundle.mkdir()
+    demo.write_bundle(bundle)
+    benchmark = benchmark_load_bundle(bundle).benchmark
+    submissions = fill(benchmark, entrants, per_entrant)
+    with connection.cursor() as cursor:
+        for table in ("core_leaderboardrow", "core_entrant", "core_submission"):
+            cursor.execute(f"VACUUM ANALYZE {table}")
+    viewer = get_user_model().objects.create_user("viewer", password="viewer-password-1")
+    Entrant.objects.filter(name=f"filler-{entrants // 2}").update(owner=viewer)
+    return benchmark, viewer, submissions
+
+
 def reads(args) -> None:
     if not _scratch_database(fresh=True):
         print("latency.py (reads): skipped, set DATABASE_URL to a scratch PostgreSQL database (it is dropped "
@@ -196,30 +224,14 @@ def reads(args) -> None:
     # another key the "logged in" target was served as an anonymous visitor (issue 26).
     os.environ["SECRET_KEY"] = "bench"
     _setup_django()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.db import connection
     from django.test import Client
 
     from leaderboard.core.boardcache import boards_changed
-    from leaderboard.core.models import Entrant
-    from leaderboard.core.services.benchmarks import benchmark_load_bundle
-    from leaderboard.demo import properties as demo
     from tests.support.server import start_gunicorn
     from tests.support.worker import stop_worker
 
     print(f"machine: {os.cpu_count()} cores, shared; load average {os.getloadavg()[0]:.2f} at start")
-    call_command("migrate", verbosity=0)
-    bundle = Path(tempfile.mkdtemp()) / "bundle"
-    bundle.mkdir()
-    demo.write_bundle(bundle)
-    benchmark = benchmark_load_bundle(bundle).benchmark
-    submissions = fill(benchmark, args.entrants, args.per_entrant)
-    with connection.cursor() as cursor:  # what autovacuum does on a live table
-        for table in ("core_leaderboardrow", "core_entrant", "core_submission"):
-            cursor.execute(f"VACUUM ANALYZE {table}")
-    viewer = get_user_model().objects.create_user("viewer", password="viewer-password-1")
-    Entrant.objects.filter(name=f"filler-{args.entrants // 2}").update(owner=viewer)
+    benchmark, viewer, submissions = read_site(args.entrants, args.per_entrant)
     client = Client()
     client.force_login(viewer)
     cookie = f"sessionid={client.cookies['sessionid'].value}"

@@ -50,23 +50,10 @@ def main() -> None:
     os.environ.update({"DJANGO_SETTINGS_MODULE": "benchmarks.read_ceiling_site", "BENCH_BARE_DIR": str(bare_dir),
                        "DEBUG": "false", "SECRET_KEY": "bench", "ALLOWED_HOSTS": "testserver"})
     latency._setup_django()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.test import Client
 
-    from leaderboard.core.models import Entrant
-    from leaderboard.core.services.benchmarks import benchmark_load_bundle
-    from leaderboard.demo import properties as demo
 
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)
-    bundle = Path(tempfile.mkdtemp()) / "bundle"
-    bundle.mkdir()
-    demo.write_bundle(bundle)
-    benchmark = benchmark_load_bundle(bundle).benchmark
-    latency.fill(benchmark, args.entrants, args.per_entrant)
-    viewer = get_user_model().objects.create_user("viewer", password="viewer-password-1")
-    Entrant.objects.filter(name=f"filler-{args.entrants // 2}").update(owner=viewer)
+    benchmark, viewer, _ = latency.read_site(args.entrants, args.per_entrant)
     signed_in, anonymous = Client(), Client()
     signed_in.force_login(viewer)
 

@@ -88,31 +88,14 @@ def main() -> None:
         return
     os.environ["SECRET_KEY"] = "bench"  # the session cookie made here must be valid in gunicorn
     latency._setup_django()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.db import connection
     from django.test import Client
 
-    from leaderboard.core.models import Entrant
-    from leaderboard.core.services.benchmarks import benchmark_load_bundle
-    from leaderboard.demo import properties as demo
     from tests.support.server import start_gunicorn
     from tests.support.worker import stop_worker
 
     use_wrk = shutil.which("wrk") is not None and not args.python_clients
     print(f"machine: {os.cpu_count()} cores, shared; load average {os.getloadavg()[0]:.2f} at start")
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: the pages need the manifest
-    bundle = Path(tempfile.mkdtemp()) / "bundle"
-    bundle.mkdir()
-    demo.write_bundle(bundle)
-    benchmark = benchmark_load_bundle(bundle).benchmark
-    latency.fill(benchmark, args.entrants, args.per_entrant)
-    with connection.cursor() as cursor:  # what autovacuum does on a live table (the planner needs the counts)
-        for table in ("core_leaderboardrow", "core_entrant", "core_submission"):
-            cursor.execute(f"VACUUM ANALYZE {table}")
-    viewer = get_user_model().objects.create_user("viewer", password="viewer-password-1")
-    Entrant.objects.filter(name=f"filler-{args.entrants // 2}").update(owner=viewer)
+    benchmark, viewer, _ = latency.read_site(args.entrants, args.per_entrant)
     client = Client()
     client.force_login(viewer)
     cookie = f"sessionid={client.cookies['sessionid'].value}"
