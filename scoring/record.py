@@ -239,20 +239,26 @@ def _check_commitment(check: RecordCheck, manifest: Mapping[str, Any], files: Ma
             check.add(f"{sub['file']} ({sub['entrant']}, {sub['audit_hash']}) is not in the committed list")
 
 
-def _compare_board(check: RecordCheck, board: Sequence[Mapping[str, Any]], rescored: Mapping[str, Mapping[str, Any]],
-                   subs: Mapping[str, Mapping[str, Any]], *, ranking: str, higher: bool, label: str) -> None:
-    """Each published row against the rescored metrics of its submission, then the ranks."""
+def _compare_board(check: RecordCheck, board: Sequence[Mapping[str, Any]], rescored: Mapping[Any, Mapping[str, Any]],
+                   subs: Mapping[Any, Mapping[str, Any]], *, ranking: str, higher: bool, label: str) -> None:
+    """Each published row against the rescored metrics of its submission, then the ranks.
+
+    ``subs`` and ``rescored`` are keyed by submission id: two entrants who uploaded the same file
+    share an audit hash, so a row names its submission by ``submission`` (its id), and its audit
+    hash must be that submission's."""
     keys = []
     for row in board:
         check.board_rows += 1
         where = f"{label} rank {row.get('rank')} ({row.get('entrant')})"
-        sub = subs.get(row.get("audit_hash", ""))
+        sub = subs.get(row.get("submission"))
         if sub is None:
-            check.add(f"{where}: no submission of the record has its audit hash {row.get('audit_hash')}")
+            check.add(f"{where}: no submission of the record is its submission {row.get('submission')!r}")
             continue
+        if sub["audit_hash"] != row.get("audit_hash"):
+            check.add(f"{where}: its audit hash {row.get('audit_hash')} is not its submission's {sub['audit_hash']}")
         if sub["entrant"] != row.get("entrant"):
             check.add(f"{where}: its submission is {sub['entrant']}'s")
-        mine = rescored.get(sub["audit_hash"]) or {}
+        mine = rescored.get(sub["id"]) or {}
         published = row.get("metrics") or {}
         for name in sorted(set(published) | {k for k, v in mine.items() if v is not None}):
             if not _same(published.get(name), mine.get(name)):
@@ -307,10 +313,10 @@ def _rescore_round(check: RecordCheck, manifest: Mapping[str, Any], files: Mappi
                          truth=truth)
     outcome = kind.score_round_version(inputs, config)
     check.rescored = len(subs)
-    rescored = {s["audit_hash"]: m for s, m in zip(subs, outcome.metrics)}
+    rescored = {s["id"]: m for s, m in zip(subs, outcome.metrics)}
     ranking = kind.ranking_metric_for(config)
     _compare_board(check, _board(files, manifest["boards"]["public"]), rescored,
-                   {s["audit_hash"]: s for s in subs}, ranking=ranking,
+                   {s["id"]: s for s in subs}, ranking=ranking,
                    higher=kind.metric(ranking).higher_is_better, label="board")
 
 
@@ -323,14 +329,14 @@ def _rescore_static(check: RecordCheck, manifest: Mapping[str, Any], files: Mapp
     latest = max(manifest["truth_versions"], key=lambda v: v["version"])
     stored = json.loads(files[latest["file"]])
     truth = Truth(values=stored["values"], final=latest["final"], extra=latest.get("extra") or {})
-    subs = {s["audit_hash"]: s for s in manifest["submissions"]}
-    results: dict[str, dict[str, dict[str, Any]]] = {}
-    for digest, sub in subs.items():
+    subs = {s["id"]: s for s in manifest["submissions"]}
+    results: dict[Any, dict[str, dict[str, Any]]] = {}
+    for sub_id, sub in subs.items():
         parsed = kind.load_submission(json.loads(files[sub["file"]]))
-        results[digest] = kind.score(parsed, cases=cases, truth=truth, config=config).metrics
+        results[sub_id] = kind.score(parsed, cases=cases, truth=truth, config=config).metrics
     check.rescored = len(subs)
     ranking = kind.ranking_metric_for(config)
     higher = kind.metric(ranking).higher_is_better
     for split, name in manifest["boards"].items():
-        _compare_board(check, _board(files, name), {d: r.get(split, {}) for d, r in results.items()}, subs,
+        _compare_board(check, _board(files, name), {i: r.get(split, {}) for i, r in results.items()}, subs,
                        ranking=ranking, higher=higher, label=f"{split} board")

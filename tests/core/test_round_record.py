@@ -265,3 +265,34 @@ def test_lb_verify_round_from_an_environment_without_django(resolved, live_serve
     done = run_lb(verify_venv, base, "verify-round", slug, str(n), "--record", str(tmp_path / "portfolio.zip"),
                   "--audit-hash", "0" * 64)
     assert done.returncode == 10 and "is not in the committed list" in done.stderr
+
+
+def test_record_with_identical_uploads_of_two_entrants_reproduces(transactional_db, tmp_path, users, client):
+    """Two entrants uploading the same file (a published baseline, say) have the same audit hash: the
+    record still reproduces, each board row checked against its own entrant's submission."""
+    bench = benchmark_load_bundle(write_properties_bundle(tmp_path / "props", MINI_ROWS, slug="twin-props")).benchmark
+    a = [row["A"] for row in MINI_ROWS]
+    same = submission_csv(MINI_ROWS, a=[x * 0.5 + (i % 3) for i, x in enumerate(a)])
+    first = upload(users["owner"], bench, same)
+    second = upload(users["member"], bench, same)
+    upload(users["outsider"], bench, submission_csv(MINI_ROWS))
+    assert first.audit_hash == second.audit_hash
+    round_ = Round.objects.get(benchmark=bench, is_permanent=True)
+    round_close(round_=round_)
+    benchmark_reveal(benchmark=bench)
+    check = verify_record(record_of(client, bench.slug, round_.number))
+    assert check.ok, check.problems
+    assert check.rescored == 3
+
+    signals = signals_benchmark(tmp_path)
+    gen = SignalsRound(40, seed=7)
+    sround = round_open(benchmark=signals, data=gen.universe_csv(), filename="u.csv")
+    twin = gen.submission_csv(gen.predictions(0.8, 5))
+    upload(users["owner"], signals, twin)
+    upload(users["member"], signals, twin)
+    upload(users["outsider"], signals, gen.submission_csv(gen.predictions(0.3, 6)))
+    round_close(round_=sround)
+    round_truth_load(round_=sround, data=gen.truth_csv(gen.target(0.8, 1)), filename="t.csv", final=True)
+    check = verify_record(record_of(client, signals.slug, sround.number))
+    assert check.ok, check.problems
+    assert check.rescored == 3
