@@ -396,7 +396,9 @@ def submission_standing(submission: Submission, *, viewer=None) -> list[dict]:
         if listed.get(split) == submission.pk:
             out.append({"split": split, "listed": True, "reason": None})
             continue
-        if predicted == {Case.Split.DEV}:
+        if submission.late:
+            reason = "it was received after the deadline (late): late submissions are scored but never ranked"
+        elif predicted == {Case.Split.DEV}:
             reason = "it predicts only dev cases, which are scored for you but never rank"
         else:
             visible = case_truth_visible(benchmark=benchmark, round_=submission.round, split=split, viewer=viewer)

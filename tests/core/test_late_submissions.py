@@ -46,6 +46,25 @@ def test_late_upload_scored_marked_late_and_never_ranked(mini_benchmark, users, 
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_late_upload_says_it_is_not_listed_because_it_is_late(mini_benchmark, users, client):
+    # On time: a poor upload (reversed ranks), listed. Late: the perfect one, scored better, never listed.
+    on_time = _submit(users["owner"], mini_benchmark, a=[r["A"] for r in reversed(MINI_ROWS)],
+                      b=[r["B"] for r in reversed(MINI_ROWS)]).submission
+    mini_benchmark.config = {**mini_benchmark.config, "late_submissions": True}
+    mini_benchmark.save(update_fields=["config"])
+    _close(mini_benchmark)
+    late = _submit(users["owner"], mini_benchmark).submission
+    client.force_login(users["owner"])
+    standing = client.get(f"/api/submissions/{late.pk}/").json()["leaderboard"]
+    public = next(s for s in standing if s["split"] == "public")
+    assert public["listed"] is False
+    # Why: it came after the deadline, not that another of the entrant's submissions is better.
+    assert "deadline" in public["reason"] and "late" in public["reason"], public["reason"]
+    assert f"#{on_time.pk}" not in public["reason"]
+    assert "after the deadline" in client.get(f"/submissions/{late.pk}/").content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_late_upload_after_the_round_was_closed_and_revealed(mini_benchmark, users, client):
     from django.core.management import call_command
 
