@@ -306,3 +306,22 @@ def test_live_portfolio_round_through_the_client(live, transactional_db, tmp_pat
     (members, rounds, rows), = out["sets"]
     assert members == ["ana"] and rounds == [1]
     assert rows == [[1, "ana", pytest.approx(60.0), pytest.approx(0.03)]]
+
+
+def test_live_lb_csv_neutralises_formulas_in_names(site, venv_run):
+    # A team named like a spreadsheet formula: the board's CSV from lb must not run it when opened,
+    # as the server's own ?format=csv download does not (a leading ' makes it text).
+    from leaderboard.core.services.teams import team_create
+
+    team_create(user=site.user, benchmark=site.benchmark, name='=HYPERLINK("http://evil.example","x")')
+    done = _lb(venv_run, site, "submit", SLUG, site.good, "--wait", "--interval", "0.2")
+    assert done.code == 0, done.err
+    board = _lb(venv_run, site, "leaderboard", SLUG, "--format", "csv")
+    assert board.code == 0, board.err
+    rows = list(csv.DictReader(io.StringIO(board.out)))
+    assert [r["entrant"] for r in rows] == ['\'=HYPERLINK("http://evil.example","x")']
+    assert float(rows[0]["score"]) == 1.0  # numbers stay numbers
+    teams = _lb(venv_run, site, "team", "list", SLUG, "--format", "csv")
+    assert teams.code == 0 and "'=HYPERLINK" in teams.out and ",=HYPERLINK" not in teams.out, teams.out
+    mine = _lb(venv_run, site, "submissions", SLUG, "--format", "csv")
+    assert mine.code == 0 and "'=HYPERLINK" in mine.out and ",=HYPERLINK" not in mine.out, mine.out

@@ -27,6 +27,7 @@ import getpass
 import io
 import json
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -88,6 +89,12 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+# A text cell starting with one of these is run as a formula by spreadsheets (CSV injection) unless it
+# is a plain number: written with a leading ' as the server's CSV downloads do (names are anybody's).
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
+
+
 def _csv_value(value: Any) -> str:
     if value is None:
         return ""
@@ -95,7 +102,10 @@ def _csv_value(value: Any) -> str:
         return repr(value)
     if hasattr(value, "isoformat"):
         return value.isoformat()
-    return str(value)
+    text = str(value)
+    if isinstance(value, str) and text.startswith(_FORMULA_PREFIXES) and not _PLAIN_NUMBER.match(text):
+        return "'" + text
+    return text
 
 
 def _table(columns: list[str], rows: list[list[Any]], out) -> None:
