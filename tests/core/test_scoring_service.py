@@ -136,6 +136,30 @@ def test_truth_change_rescores_and_leaderboard_follows(mini_bundle, users, accep
     assert TruthVersion.objects.filter(round__benchmark=benchmark).count() == 2
 
 
+def test_config_change_rescores_and_leaderboard_follows(mini_bundle, users, accept,
+                                                        django_capture_on_commit_callbacks, tmp_path):
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    a = [r["A"] * 0.5 + (i % 3) for i, r in enumerate(MINI_ROWS)]
+    b = [r["B"] + (i % 4) for i, r in enumerate(MINI_ROWS)]
+    sub = accept(users["owner"], benchmark, submission_csv(MINI_ROWS, a=a, b=b))
+    # The organiser reweighs the score to Spearman alone: score = 1 x mean Spearman + 0 x recall.
+    reweighed = write_properties_bundle(tmp_path / "reweighed", MINI_ROWS,
+                                        extra_config={"weights": {"spearman": 1.0, "recall": 0.0}})
+    with django_capture_on_commit_callbacks(execute=True):
+        report = benchmark_load_bundle(reweighed)
+    assert not report.truth_changed and report.requeued == 1
+    sub.refresh_from_db()
+    n = len(PUBLIC)
+    expected = (spearmanr(a[:n], [r["A"] for r in PUBLIC]).statistic
+                + spearmanr(b[:n], [r["B"] for r in PUBLIC]).statistic) / 2
+    assert sub.status == "scored"
+    assert scores(sub, "public")["score"] == pytest.approx(expected, abs=1e-12)
+    assert LeaderboardRow.objects.get(split="public", entrant=sub.entrant).score == pytest.approx(expected, abs=1e-12)
+    # The same bundle again: nothing to rescore.
+    shutil.copytree(reweighed, tmp_path / "again")
+    assert benchmark_load_bundle(tmp_path / "again").requeued == 0
+
+
 def test_scoring_twice_is_a_no_op(mini_benchmark, users, accept):
     sub = accept(users["owner"], mini_benchmark, submission_csv(MINI_ROWS))
     before = list(Score.objects.filter(submission=sub).values_list("pk", flat=True))

@@ -171,6 +171,7 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
             raise BundleError([RowError(
                 f"benchmark {benchmark.slug!r} is of kind {benchmark.kind!r}; a bundle cannot change its kind",
                 column="kind", file="benchmark.json")])
+        config_changed = not created and benchmark.config != bundle.config
         benchmark.title = meta["title"]
         benchmark.description = meta.get("description", "")
         benchmark.credit = meta.get("credit", "").strip()
@@ -199,8 +200,16 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
             notes.append(_deadline_note(round_))
         report = truth_load(round_=round_, cases=bundle.cases, truth=bundle.truth, user=user,
                             note=f"loaded from {directory.name}")
+        requeued = report[2]
+        if config_changed and not report[1]:
+            # Scores follow the config (weights, properties, recall rule) as they follow the truth: every row
+            # of a board is scored by the same rule. Truth that changed has requeued them already.
+            requeued = submissions_requeue(
+                Submission.objects.filter(round=round_, status__in=[Submission.Status.SCORED,
+                                                                    Submission.Status.FAILED]),
+                reason="rescoring: the benchmark's config changed")
         return LoadReport(benchmark=benchmark, created=created, truth_version=report[0], truth_changed=report[1],
-                          cases=len(bundle.cases.cases), requeued=report[2], notes=notes)
+                          cases=len(bundle.cases.cases), requeued=requeued, notes=notes)
 
 
 def _deadline_note(round_: Round) -> str:
