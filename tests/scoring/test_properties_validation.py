@@ -146,6 +146,20 @@ def test_semicolon_separated_file():
     ]
 
 
+@pytest.mark.parametrize("spacing", [None, 1])
+def test_json_file_uploaded_as_a_file_says_it_is_json(spacing):
+    # The JSON a client may post as a request body, saved to a file and uploaded as the file instead.
+    import json
+
+    body = {"predictions": [{"sequence_id": f"s{i}", "A": i, "B": i + 1, "fold": i % 2} for i in range(1, 6)]}
+    problems = errors(json.dumps(body, indent=spacing))
+    assert len(problems) == 1
+    row, column, message = problems[0]
+    assert (row, column) == (None, None)
+    assert message.startswith("the file is JSON, not CSV"), message
+    assert WANT in message and "request body" in message
+
+
 def test_tab_separated_file():
     assert errors(GOOD.replace(",", "\t")) == [
         (1, None, f"columns must be separated by commas, not tabs; expected the header {WANT}"),

@@ -250,6 +250,10 @@ class PropertiesKind(Kind):
         if not text:
             errs.add("the file is empty; expected a header row and one row per sequence")
             _raise(errs)
+        if text.lstrip().startswith(("{", "[")):  # a valid file starts with its header, sequence_id
+            errs.add(f"the file is JSON, not CSV: upload a CSV with the header {','.join(expected)}, or send the "
+                     'JSON as the request body {"predictions": [...]} (Content-Type: application/json)')
+            _raise(errs)
 
         # A valid row has len(expected) cells of at most MAX_CELL_CHARS each.
         line_limit = (MAX_CELL_CHARS + 3) * len(expected) + 64
