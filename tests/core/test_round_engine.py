@@ -110,6 +110,27 @@ def test_round_upload_past_closes_at_is_refused_before_the_job_closes_it(bench, 
     assert Round.objects.get(pk=round_.pk).status == "closed"
 
 
+
+def test_upload_to_a_round_past_closes_at_names_the_round_still_open(bench, users):
+    """Past its closes_at (before the job closes it) a round refuses uploads with a 409 that says
+    once when it closed and which round is open now, not that no next round is scheduled."""
+    gen = SignalsRound(30, seed=2)
+    late = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv",
+                      closes_at=timezone.now() + dt.timedelta(hours=1))
+    round_open(benchmark=bench, data=gen.universe_csv(), filename="u2.csv")  # round 2, open
+    Round.objects.filter(pk=late.pk).update(closes_at=timezone.now() - dt.timedelta(seconds=1))
+    with pytest.raises(SubmissionRejected) as info:
+        upload(users["owner"], bench, gen.submission_csv(gen.predictions(1, 1)), round_number=1)
+    message = info.value.errors[0].message
+    assert info.value.status == 409 and message.count("closed at") == 1, message
+    assert "open now: round 2" in message and "no next round" not in message
+    # Alone and past its deadline, it still says that no next round is scheduled, once.
+    Round.objects.filter(benchmark=bench, number=2).update(closes_at=timezone.now() - dt.timedelta(seconds=1))
+    with pytest.raises(SubmissionRejected) as info:
+        upload(users["owner"], bench, gen.submission_csv(gen.predictions(1, 1)), round_number=2)
+    message = info.value.errors[0].message
+    assert message.count("closed at") == 1 and "no next round is scheduled" in message, message
+
 def test_an_empty_open_round_is_never_the_current_round(bench, users):
     gen = SignalsRound(30, seed=3)
     real = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
