@@ -452,8 +452,10 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
                 (float(intervals[0][i]), float(intervals[1][i])) if intervals is not None else (None, None)))
                 for i, (c, m) in enumerate(zip(counted, outcome.metrics, strict=True))),
                               ranking=ranking, higher_is_better=higher, provisional=provisional, as_of=tv.as_of)
+            # The benchmark models as scored: a flag changed later must not change what the record says.
             Round.objects.filter(pk=round_.pk).update(data={**round_.data, "notes": outcome.notes,
-                                                            "scored_version": tv.version})
+                                                            "scored_version": tv.version,
+                                                            "benchmark_models": [c[0] for c in counted if c[4]]})
         TruthVersion.objects.filter(pk=tv.pk).update(scored_at=now)
         if tv.is_final:
             submissions_set_status_bulk(
