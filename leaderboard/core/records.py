@@ -180,7 +180,11 @@ def _round_record(round_: Round) -> Iterator[bytes]:
     facts = {pk: (h, name) for pk, h, name in Submission.objects.filter(round=round_, is_counted=True)
              .values_list("pk", "audit_hash", "entrant__name")}
     subs = []
+    # The flags the board was scored with (rounds scored before they were kept: the entrants' flags now).
+    scored_models = (round_.data or {}).get("benchmark_models")
     for pk, entrant_id, received_at, payload, rows, columns, blob, is_bm in round_counted_arrays(round_):
+        if scored_models is not None:
+            is_bm = pk in scored_models
         array = np.frombuffer(blob, dtype=np.float64).reshape(rows, len(columns))
         parsed = RoundSubmission(values=array, columns=tuple(columns), meta=(payload or {}).get("meta") or {})
         name = f"submissions/{pk}.csv"

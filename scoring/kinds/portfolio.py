@@ -25,6 +25,7 @@ all-available history (the rows: context, not the ranking).
 """
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import json
 import math
@@ -228,7 +229,12 @@ class PortfolioKind(RoundKind):
         """JSON (``allocations``, ``confidence``, ``rationale``, ``repeat``) or CSV ``option,percent``."""
         cfg = self.validate_config(config)
         csvfile.check_size(data, cfg["max_upload_bytes"])
-        head = data.lstrip()[:1]
+        # JSON by its name or by its first character past blanks and a byte-order mark (UTF-8 as
+        # Notepad and PowerShell save it, or UTF-16), which csvfile.decode then reads as for a CSV.
+        start = data.removeprefix(codecs.BOM_UTF8)
+        if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            start = start[:4096].decode("utf-16", errors="ignore").encode()
+        head = start.lstrip()[:1]
         if (filename or "").lower().endswith(".json") or head in (b"{", b"["):
             errs = ErrorList()
             text = csvfile.decode(data, errs)

@@ -379,10 +379,14 @@ class SignalsKind(RoundKind):
         else:
             notes.append("The universe has no feature columns: FNC is not available.")
         extra_scores = {}  # before the main call, which lets the matrix drop its values
+        # Each extra column ranks over its own ids, which may not be the main target's: the values
+        # must outlive these calls (an owned matrix drops them after each), so only the main call may.
+        matrix.owned = False
         for j, col in enumerate(truth.columns[1:], start=1):
             extra_target = pd.Series(truth.values[:, j], index=ids).dropna()
             if len(extra_target):
                 extra_scores[f"corr_{col}"] = score_signals_round(matrix, extra_target, metrics=("corr",)).scores["corr"]
+        matrix.owned = True
         known = inputs.truth_free or {}
         given = {name: np.asarray(known[name], dtype=np.float64) for name in self.truth_free_metrics
                  if name in known and len(known[name]) == n}

@@ -11,6 +11,7 @@ import datetime as dt
 import io
 import json
 import textwrap
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -325,3 +326,40 @@ def test_live_lb_csv_neutralises_formulas_in_names(site, venv_run):
     assert teams.code == 0 and "'=HYPERLINK" in teams.out and ",=HYPERLINK" not in teams.out, teams.out
     mine = _lb(venv_run, site, "submissions", SLUG, "--format", "csv")
     assert mine.code == 0 and "'=HYPERLINK" in mine.out and ",=HYPERLINK" not in mine.out, mine.out
+
+
+def test_live_standings_of_each_portfolio_track_through_the_client(live, transactional_db, tmp_path, capsys):
+    """A portfolio benchmark ranks its weekly and monthly tracks apart (GET .../leaderboard/?track=):
+    the client and ``lb leaderboard --track`` reach either track's standings, not only the first."""
+    from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load
+    from leaderboard.core.services.uploads import submission_create
+    from leaderboard_client import Client
+    from leaderboard_client.cli import main
+    from tests.support.portfolio import portfolio_benchmark
+
+    bench = portfolio_benchmark(tmp_path, slug="live-tracks")
+    User = get_user_model()
+    ana = User.objects.create_user("ana", password="pw-ana-123")
+    _, token = token_create(user=ana)
+    options, prices = b"option,start_price\nALPHA,100\nSP500,5000\n", b"option,end_price\nALPHA,110\nSP500,5000\n"
+    # weekly: all cash (return 0, score 0); monthly: all ALPHA (+10%, the oracle: score 100)
+    for track, option in (("weekly", "CASH"), ("monthly", "ALPHA")):
+        round_ = round_open(benchmark=bench, data=options, filename="o.csv", track=track)
+        submission_create(user=ana, benchmark=bench, filename="p.json", round_number=round_.number,
+                          data=json.dumps({"allocations": [{"option": option, "percent": 100}],
+                                           "confidence": 0.5}).encode())
+        round_close(round_=round_)
+        round_truth_load(round_=round_, data=prices, filename="prices.csv", final=True)
+    with Client(live, token) as client:
+        deadline = dt.datetime.now() + dt.timedelta(seconds=60)
+        while client.standings("live-tracks", track="monthly").count < 1 and dt.datetime.now() < deadline:
+            time.sleep(0.2)
+        weekly = client.standings("live-tracks", track="weekly").rows
+        monthly = client.standings("live-tracks", track="monthly").rows
+        assert [(r.entrant, r.score) for r in weekly] == [("ana", pytest.approx(0.0))]
+        assert [(r.entrant, r.score) for r in monthly] == [("ana", pytest.approx(100.0))]
+        assert [r.score for r in client.iter_leaderboard("live-tracks", track="monthly")] == [pytest.approx(100.0)]
+    capsys.readouterr()
+    assert main(["--url", live, "--token", token, "leaderboard", "live-tracks", "--track", "monthly",
+                 "--format", "json"]) == 0
+    assert [row["score"] for row in json.loads(capsys.readouterr().out)] == [pytest.approx(100.0)]

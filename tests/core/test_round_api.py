@@ -149,3 +149,35 @@ def test_admin_loads_stakes_and_truth_of_a_round(bench, client, users):
     assert resp.status_code == 302
     assert TruthVersion.objects.get(round=round_).as_of.isoformat() == "2026-01-02"
     assert Round.objects.get(pk=round_.pk).status == "closed"
+
+
+def test_truth_interim_flag_that_is_not_a_boolean_is_refused_not_taken_as_final(bench, api_for):
+    """A final version resolves the round for good (no interim after it): an `interim` value the
+    server does not read as true or false must be a 400 naming the field, never a final truth.
+    `t`/`y` are true and `f`/`n` false, as in DRF's BooleanField (its documented TRUE_VALUES)."""
+    from leaderboard.core.models import Round
+    from leaderboard.core.services.round_engine import round_close, round_open
+
+    gen = SignalsRound(20, seed=9)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    round_close(round_=round_)
+    staff = api_for("organiser")
+
+    for value in ("maybe", "interim", "true please"):
+        resp = staff.post(f"{URL}/rounds/1/truth/", {"file": file(gen.truth_csv(gen.target(1, 1))),
+                                                     "interim": value, "as_of": "2026-02-02"}, format="multipart")
+        assert resp.status_code == 400, (value, resp.content)
+        assert resp.json()["errors"][0]["column"] == "interim"
+        assert value in resp.json()["errors"][0]["message"]
+    assert not TruthVersion.objects.exists()
+
+    resp = staff.post(f"{URL}/rounds/1/truth/", {"file": file(gen.truth_csv(gen.target(1, 1))), "interim": "t",
+                                                 "as_of": "2026-02-02"}, format="multipart")
+    assert resp.status_code == 202 and resp.json()["interim"] is True
+    resp = staff.post(f"{URL}/rounds/1/truth/", {"file": file(gen.truth_csv(gen.target(1, 2))), "interim": " Y ",
+                                                 "as_of": "2026-02-03"}, format="multipart")
+    assert resp.status_code == 202 and resp.json()["interim"] is True
+    assert Round.objects.get(pk=round_.pk).status == "closed"
+    resp = staff.post(f"{URL}/rounds/1/truth/", {"file": file(gen.truth_csv(gen.target(1, 3))), "interim": "n"},
+                      format="multipart")
+    assert resp.status_code == 202 and resp.json()["interim"] is False

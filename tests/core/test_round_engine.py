@@ -110,6 +110,27 @@ def test_round_upload_past_closes_at_is_refused_before_the_job_closes_it(bench, 
     assert Round.objects.get(pk=round_.pk).status == "closed"
 
 
+
+def test_upload_to_a_round_past_closes_at_names_the_round_still_open(bench, users):
+    """Past its closes_at (before the job closes it) a round refuses uploads with a 409 that says
+    once when it closed and which round is open now, not that no next round is scheduled."""
+    gen = SignalsRound(30, seed=2)
+    late = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv",
+                      closes_at=timezone.now() + dt.timedelta(hours=1))
+    round_open(benchmark=bench, data=gen.universe_csv(), filename="u2.csv")  # round 2, open
+    Round.objects.filter(pk=late.pk).update(closes_at=timezone.now() - dt.timedelta(seconds=1))
+    with pytest.raises(SubmissionRejected) as info:
+        upload(users["owner"], bench, gen.submission_csv(gen.predictions(1, 1)), round_number=1)
+    message = info.value.errors[0].message
+    assert info.value.status == 409 and message.count("closed at") == 1, message
+    assert "open now: round 2" in message and "no next round" not in message
+    # Alone and past its deadline, it still says that no next round is scheduled, once.
+    Round.objects.filter(benchmark=bench, number=2).update(closes_at=timezone.now() - dt.timedelta(seconds=1))
+    with pytest.raises(SubmissionRejected) as info:
+        upload(users["owner"], bench, gen.submission_csv(gen.predictions(1, 1)), round_number=2)
+    message = info.value.errors[0].message
+    assert message.count("closed at") == 1 and "no next round is scheduled" in message, message
+
 def test_an_empty_open_round_is_never_the_current_round(bench, users):
     gen = SignalsRound(30, seed=3)
     real = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
@@ -283,6 +304,33 @@ def test_extra_target_columns_give_extra_correlations(tmp_path, users):
     assert row.score == max(RoundScore.objects.filter(truth_version=tv).values_list("metrics__corr_target_60",
                                                                                       flat=True))
 
+
+
+def test_extra_target_scores_when_the_main_target_leaves_ids_out(tmp_path, users):
+    """An empty target cell means no target for that id (organisers.md); with an extra target
+    column covering other ids, the version is still scored, each column over its own ids. The
+    expected values are numerai-tools' on the ids each column has."""
+    bench = signals_benchmark(tmp_path, slug="sig60b", config={"extra_targets": ["target_60"],
+                                                                 "rank_by": "corr_target_60"})
+    gen = SignalsRound(150, seed=13)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    sub = upload(users["owner"], bench, gen.submission_csv(gen.predictions(0.7, 5)))
+    upload(users["member"], bench, gen.submission_csv(gen.predictions(0.2, 6)))
+    round_close(round_=round_)
+    t20, t60 = gen.target(1.0, 7), gen.target(0.5, 8)
+    t20[::15] = np.nan  # 10 of 150 ids without the main target
+    round_truth_load(round_=round_, data=gen.truth_csv(t20, target_60=t60), filename="t.csv", final=True)
+    tv = score_latest(round_)
+    assert Round.objects.get(pk=round_.pk).status == "resolved"
+    got = RoundScore.objects.get(submission=sub, truth_version=tv).metrics
+    one = pd.DataFrame({"p": gen.predictions(0.7, 5)}, index=gen.ids)
+    main = pd.Series(t20, index=gen.ids, name="t").dropna()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert got["corr"] == pytest.approx(ref.numerai_corr(one.loc[main.index], main).iloc[0], abs=1e-12)
+        assert got["corr_target_60"] == pytest.approx(
+            ref.numerai_corr(one, pd.Series(t60, index=gen.ids, name="t")).iloc[0], abs=1e-12)
+    assert got["mmc"] is not None and got["fnc"] is not None
 
 def test_closing_computes_the_pairwise_metrics_once_and_every_version_reads_them(
         bench, users, django_capture_on_commit_callbacks):

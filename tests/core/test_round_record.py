@@ -180,6 +180,34 @@ def test_record_of_each_kind_rescores_exactly_and_reports_alterations(resolved, 
     assert "pip install 'leaderboard-scoring==9.9.9'" in check.problems[0]
 
 
+
+def test_record_keeps_the_benchmark_models_its_board_was_scored_with(db, tmp_path, users, client):
+    """Flagging an entrant as a benchmark model after its round resolved changes no published score,
+    so the round's record (what lb verify-round rescores) must keep the flags the board was scored
+    with: else every past round of that entrant stops reproducing (BMC appears, rank_by bmc moves)."""
+    from leaderboard.core.models import TruthVersion
+    from leaderboard.core.services.entrants import entrant_flag
+    from leaderboard.core.services.round_engine import round_version_score
+
+    bench = signals_benchmark(tmp_path, slug="sigbm")
+    gen = SignalsRound(60, seed=21)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    for i, name in enumerate(NAMES):
+        upload(users[name], bench, gen.submission_csv(gen.predictions(1.0 - 0.4 * i, 30 + i)))
+    entrant_flag(name="outsider", benchmark_model=True)
+    round_close(round_=round_)
+    round_truth_load(round_=round_, data=gen.truth_csv(gen.target(0.8, 3)), filename="t.csv", final=True)
+    for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True):
+        round_version_score(round_id=round_.pk, version=tv.version)
+    entrant_flag(name="owner", benchmark_model=True)  # after the resolution: the published BMC stays
+    entrant_flag(name="outsider", benchmark_model=False)
+    data = record_of(client, bench.slug, round_.number)
+    check = verify_record(data)
+    assert check.ok, check.problems
+    manifest = json.loads(zipfile.ZipFile(io.BytesIO(data)).read("manifest.json"))
+    assert {s["entrant"]: s["benchmark_model"] for s in manifest["submissions"]} == {
+        "owner": False, "member": False, "outsider": True}
+
 def alter_byte(data: bytes, member_prefix: str) -> bytes:
     """The record with one byte of its first ``member_prefix`` file changed (manifest untouched)."""
     out = io.BytesIO()

@@ -54,6 +54,20 @@ def test_upload_json_is_aligned_to_the_universe_with_its_meta():
     assert csv.values[:, 0].tolist() == [33.33, 33.33, 0.0, 33.34]
 
 
+
+@pytest.mark.parametrize("data", [
+    b"\xef\xbb\xbf" + body(),                    # UTF-8 with a BOM, as Notepad and PowerShell save it
+    b"\xef\xbb\xbf\n  " + body(),               # a BOM, then blanks
+    "\ufeff".encode("utf-16-le").join([b"", body().decode().encode("utf-16-le")]),  # UTF-16 with its BOM
+])
+def test_upload_json_with_a_byte_order_mark_is_json_whatever_its_name(data):
+    """A JSON portfolio is read as JSON by its content, not only by a .json name: a byte-order
+    mark before the opening brace does not make it a CSV with columns named after JSON fragments."""
+    for name in ("portfolio.txt", "portfolio", "p.json"):
+        parsed = KIND.parse_round_submission(data, filename=name, universe=universe(), config={})
+        assert parsed.values[:, 0].tolist() == [60.0, 0.0, 0.0, 40.0], name
+        assert parsed.meta == {"confidence": 0.7, "rationale": "why"}
+
 @pytest.mark.parametrize("changes, field", [
     ({"allocations": [{"option": "AAA", "percent": 60}, {"option": "BBB", "percent": 30}]}, "allocations"),
     ({"allocations": [{"option": "AAA", "percent": 110}, {"option": "BBB", "percent": -10}]},

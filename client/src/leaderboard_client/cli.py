@@ -286,10 +286,10 @@ def _board_columns(rows: list[LeaderboardRow]) -> list[str]:
 def cmd_leaderboard(client: Client, args: argparse.Namespace, out) -> int:
     if args.page is not None:
         rows = client.leaderboard(args.slug, round=args.round, split=args.split, page=args.page,
-                                  page_size=args.page_size).rows
+                                  page_size=args.page_size, track=args.track).rows
     else:
         rows = list(client.iter_leaderboard(args.slug, round=args.round, split=args.split,
-                                            page_size=args.page_size or 1000))
+                                            page_size=args.page_size or 1000, track=args.track))
     columns = _board_columns(rows)
     table = []
     for r in rows:
@@ -784,6 +784,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("slug")
     p.add_argument("--round", type=int, help="that round's board")
     p.add_argument("--split", choices=["public", "private"], help="static kinds: private after the reveal")
+    p.add_argument("--track", help="a round benchmark's standings of that track (portfolio: weekly, monthly)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--page", type=int, help="one page only (default: every row)")
     p.add_argument("--page-size", type=int, help="rows per page (server default 100, at most 1000)")

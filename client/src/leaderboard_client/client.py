@@ -225,7 +225,8 @@ class Client:
 
     # -- boards ---------------------------------------------------------------
     def leaderboard(self, slug: str, *, round: int | None = None, split: str | None = None,
-                    page: int | None = None, page_size: int | None = None, as_frame: bool = False) -> Any:
+                    page: int | None = None, page_size: int | None = None, as_frame: bool = False,
+                    track: str | None = None) -> Any:
         """One page of a board (a ``LeaderboardPage``); with ``as_frame=True`` a pandas DataFrame of the
         rows instead, one column per metric, and every row of the board unless ``page`` is given.
 
@@ -233,21 +234,25 @@ class Client:
         benchmark's board; for a round benchmark, the standings across
         resolved rounds). With ``round``: that round's board,
         ``GET /api/benchmarks/{slug}/rounds/{n}/leaderboard/``. ``split``
-        (``public``, ``private`` after the reveal) applies to static kinds.
+        (``public``, ``private`` after the reveal) applies to static kinds;
+        ``track`` (portfolio: ``weekly``, ``monthly``) to a round benchmark's
+        standings, whose tracks are ranked apart (default: the first).
         """
         if as_frame:
-            rows = (self.leaderboard(slug, round=round, split=split, page=page, page_size=page_size).rows
+            rows = (self.leaderboard(slug, round=round, split=split, page=page, page_size=page_size,
+                                     track=track).rows
                     if page is not None else list(self.iter_leaderboard(slug, round=round, split=split,
-                                                                         page_size=page_size or 1000)))
+                                                                         page_size=page_size or 1000,
+                                                                         track=track)))
             return _frame([{**{k: v for k, v in r.raw.items() if k != "metrics"},
                             **{k: v for k, v in r.metrics.items() if k not in r.raw}} for r in rows])
         path = f"{self._b(slug)}/leaderboard/" if round is None else f"{self._b(slug)}/rounds/{int(round)}/leaderboard/"
-        return LeaderboardPage.from_json(self._get(path, split=split, page=page, page_size=page_size))
+        return LeaderboardPage.from_json(self._get(path, split=split, page=page, page_size=page_size, track=track))
 
     def iter_leaderboard(self, slug: str, *, round: int | None = None, split: str | None = None,
-                         page_size: int | None = 1000) -> Iterator[LeaderboardRow]:
+                         page_size: int | None = 1000, track: str | None = None) -> Iterator[LeaderboardRow]:
         """Every row of a board, page after page (following ``next``)."""
-        page = self.leaderboard(slug, round=round, split=split, page_size=page_size)
+        page = self.leaderboard(slug, round=round, split=split, page_size=page_size, track=track)
         seen: set[str] = set()
         while True:
             yield from page.rows
@@ -257,9 +262,11 @@ class Client:
             data = self._json(self._request("GET", self._follow(page.next), repeatable=True))
             page = LeaderboardPage.from_json(data)
 
-    def standings(self, slug: str, *, page: int | None = None, page_size: int | None = None) -> LeaderboardPage:
-        """A round benchmark's standings across resolved rounds (rows carry ``rounds``)."""
-        return self.leaderboard(slug, page=page, page_size=page_size)
+    def standings(self, slug: str, *, page: int | None = None, page_size: int | None = None,
+                  track: str | None = None) -> LeaderboardPage:
+        """A round benchmark's standings across resolved rounds (rows carry ``rounds``), of one ``track``
+        for a kind with tracks (portfolio: ``weekly`` by default, ``monthly``)."""
+        return self.leaderboard(slug, page=page, page_size=page_size, track=track)
 
     # -- submissions ------------------------------------------------------------
     def submit(self, slug: str, predictions: Any, *, entrant: str | None = None, round: int | None = None,

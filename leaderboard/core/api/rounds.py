@@ -203,6 +203,11 @@ class RoundStakes(APIView):
         return Response({"round": r.number, "stakes": count})
 
 
+# The spellings DRF's BooleanField takes (lower-cased); an empty or absent field is false.
+INTERIM_TRUE = ("1", "true", "t", "yes", "y", "on")
+INTERIM_FALSE = ("", "0", "false", "f", "no", "n", "off")
+
+
 class RoundTruth(APIView):
     permission_classes = [IsStaff]
     parser_classes = [MultiPartParser, FormParser]
@@ -215,7 +220,13 @@ class RoundTruth(APIView):
         upload = request.FILES.get("file")
         if upload is None:
             return error_response([RowError("send the truth file (multipart field 'file')", column="file")], 400)
-        interim = str(request.data.get("interim", "")).lower() in ("1", "true", "yes", "on")
+        # A final version resolves the round for good: only a value read as true or false decides.
+        raw = str(request.data.get("interim", ""))
+        flag = raw.strip().lower()
+        if flag not in INTERIM_TRUE + INTERIM_FALSE:
+            return error_response([RowError(f"interim must be true or false; got {raw[:40]!r}",
+                                            column="interim")], 400)
+        interim = flag in INTERIM_TRUE
         as_of = None
         if request.data.get("as_of"):
             as_of = date_from_text(request.data["as_of"])

@@ -60,7 +60,12 @@ from leaderboard.core.services.predictions import (
     upload_file_discard,
     upload_file_store,
 )
-from leaderboard.core.services.rounds import round_lock_for_upload, round_set_status, rounds_open
+from leaderboard.core.services.rounds import (
+    round_lock_for_upload,
+    round_set_status,
+    round_takes_submissions,
+    rounds_open,
+)
 from leaderboard.core.services.submissions import submissions_set_status_bulk
 from leaderboard.core.services.teams import team_upload_lock
 from leaderboard.core.services.timings import timing_record
@@ -241,12 +246,14 @@ def round_for_upload(benchmark: Benchmark, number: int | str | None) -> Round:
                                        f"{_next_round_text(benchmark, open_rounds)}")], status=409)
 
 
-def _next_round_text(benchmark: Benchmark, open_rounds: list[Round]) -> str:
+def _next_round_text(benchmark: Benchmark, open_rounds: list[Round], *, named: Round | None = None) -> str:
+    """What follows a refusal: the rounds open now, or when the last one closed (unless it is
+    ``named``, the round the message has just said closed) and that none is scheduled."""
     if open_rounds:
         return "open now: round " + ", ".join(str(r.number) for r in open_rounds)
     last = Round.objects.filter(benchmark=benchmark).order_by("-number").first()
     closed = (f"round {last.number} closed at {last.closes_at:%Y-%m-%d %H:%M} UTC; "
-              if last is not None and last.closes_at else "")
+              if last is not None and last.closes_at and (named is None or last.pk != named.pk) else "")
     return f"{closed}no next round is scheduled yet: it opens when the organiser opens it"
 
 
@@ -286,9 +293,10 @@ def round_submission_create(*, user, benchmark: Benchmark, data: bytes | None, f
             round_ = round_lock_for_upload(round_.pk)
             now = timezone.now()
             if round_.status != Round.Status.OPEN or (round_.closes_at is not None and round_.closes_at <= now):
+                others = [r for r in rounds_open(benchmark) if r.pk != round_.pk and round_takes_submissions(r)]
                 raise SubmissionRejected([RowError(
                     f"round {round_.number} closed at {(round_.closes_at or now):%Y-%m-%d %H:%M:%S} UTC; "
-                    f"{_next_round_text(benchmark, [])}")], status=409)
+                    f"{_next_round_text(benchmark, others, named=round_)}")], status=409)
             # One upload of an entrant at a time decides which counts (NO KEY UPDATE: the
             # entrant's foreign-key checks elsewhere never wait on it).
             Entrant.objects.select_for_update(no_key=True).filter(pk=ent.pk).values_list("pk", flat=True).first()
@@ -444,8 +452,10 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
                 (float(intervals[0][i]), float(intervals[1][i])) if intervals is not None else (None, None)))
                 for i, (c, m) in enumerate(zip(counted, outcome.metrics, strict=True))),
                               ranking=ranking, higher_is_better=higher, provisional=provisional, as_of=tv.as_of)
+            # The benchmark models as scored: a flag changed later must not change what the record says.
             Round.objects.filter(pk=round_.pk).update(data={**round_.data, "notes": outcome.notes,
-                                                            "scored_version": tv.version})
+                                                            "scored_version": tv.version,
+                                                            "benchmark_models": [c[0] for c in counted if c[4]]})
         TruthVersion.objects.filter(pk=tv.pk).update(scored_at=now)
         if tv.is_final:
             submissions_set_status_bulk(
