@@ -46,7 +46,7 @@ import numpy as np
 
 from scoring import csvfile
 from scoring import metrics_impact as mi
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown
 from scoring.kinds import register
 from scoring.kinds.base import (
     DEV,
@@ -272,26 +272,26 @@ class ImpactKind(Kind):
             errors.add(problem, column=LATE_SUBMISSIONS)
         for key in config:
             if key not in DEFAULT_CONFIG and key != LATE_SUBMISSIONS:
-                errors.add(f"unknown config key {_show(key)}; known keys: {', '.join(DEFAULT_CONFIG)}", column=str(key)[:100])
+                errors.add(f"unknown config key {json_shown(key)}; known keys: {', '.join(DEFAULT_CONFIG)}", column=str(key)[:100])
         floats = ("multiplier_coefficient", "multiplier_min", "multiplier_max", "score_divisor", "score_clamp")
         ints = ("min_predictions", "max_upload_bytes", "bootstrap_resamples")
         for key in floats:
             if key in config:
                 v = config[key]
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                    errors.add(f"{key} must be a finite number; got {_show(v)}", column=key)
+                    errors.add(f"{key} must be a finite number; got {json_shown(v)}", column=key)
                 else:
                     out[key] = float(v)
         for key in ints:
             if key in config:
                 v = config[key]
                 if isinstance(v, bool) or not isinstance(v, int):
-                    errors.add(f"{key} must be a whole number; got {_show(v)}", column=key)
+                    errors.add(f"{key} must be a whole number; got {json_shown(v)}", column=key)
                 else:
                     out[key] = v
         if "verify_enabled" in config:
             if not isinstance(config["verify_enabled"], bool):
-                errors.add(f"verify_enabled must be true or false; got {_show(config['verify_enabled'])}", column="verify_enabled")
+                errors.add(f"verify_enabled must be true or false; got {json_shown(config['verify_enabled'])}", column="verify_enabled")
             else:
                 out["verify_enabled"] = config["verify_enabled"]
         if not errors:

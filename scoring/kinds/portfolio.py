@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from scoring import csvfile
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown
 from scoring.kinds import register
 from scoring.kinds.base import (
     STANDINGS_MIN_ROUNDS,
@@ -108,9 +108,9 @@ STANDINGS_METRICS = (
 
 
 RATIONALE_KEY = WholeNumber("max_rationale_chars", DEFAULT_MAX_RATIONALE_CHARS, 1, 100_000,
-                            "must be a whole number from 1 to 100000; got {value!r}")
+                            "must be a whole number from 1 to 100000; got {value}")
 MAX_UPLOAD_KEY = WholeNumber("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES, 1024, 10 * 1024 * 1024,
-                             "must be an integer from 1024 to 10485760; got {value!r}")
+                             "must be an integer from 1024 to 10485760; got {value}")
 # The option column of universes, uploads and price files.
 OPTION_ID = IdColumn(OPTION, empty="empty option name",
                      invalid="an option is at most {max} printable characters without commas; got {shown}",
@@ -155,7 +155,7 @@ class PortfolioKind(RoundKind):
         benchmark = cfg.get("benchmark_option", DEFAULT_BENCHMARK_OPTION)
         if not isinstance(benchmark, str) or _option_name_problem(benchmark.strip()) or benchmark != benchmark.strip():
             cfg.error("benchmark_option", "must name the S&P 500's option: at most "
-                      f"{MAX_OPTION_CHARS} printable characters without commas, not CASH; got {benchmark!r}")
+                      f"{MAX_OPTION_CHARS} printable characters without commas, not CASH; got {json_shown(benchmark)}")
         min_rounds = cfg.take(STANDINGS_MIN_ROUNDS_KEY)
         cfg.done()
         return {"benchmark_option": benchmark, "max_rationale_chars": cap, "max_upload_bytes": size,
