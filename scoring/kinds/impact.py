@@ -499,7 +499,7 @@ class ImpactKind(Kind):
             errors.raise_if_any()
         for key in doc:
             if key != "predictions":
-                errors.add(f'unexpected top-level key {_show(key)}; the file holds only "predictions"', column=str(key)[:100])
+                errors.add(f'unexpected top-level key {json_shown(key)}; the file holds only "predictions"', column=str(key)[:100])
         preds = doc["predictions"]
         if not isinstance(preds, list):
             errors.add('"predictions" must be a list of objects', column="predictions")
@@ -530,17 +530,18 @@ class ImpactKind(Kind):
     ) -> ImpactSubmission:
         known = {c.case_id for c in cases.cases}
         first_row = UPLOAD_ID.first_rows()
+        show = _show if from_csv else json_shown  # a CSV cell is text; a JSON value is shown as JSON
         out: list[Prediction] = []
         for row, item in items:
             if not isinstance(item, dict):
-                errors.add(f"each prediction must be an object; got {_show(item)}", row=row)
+                errors.add(f"each prediction must be an object; got {json_shown(item)}", row=row)
                 continue
             ok = True
             if not from_csv:
                 for key in item:
                     if key not in SUBMISSION_FIELDS:
                         errors.add(
-                            f"unexpected field {_show(key)}; allowed fields are {', '.join(SUBMISSION_FIELDS)}",
+                            f"unexpected field {json_shown(key)}; allowed fields are {', '.join(SUBMISSION_FIELDS)}",
                             row=row, column=str(key)[:100])
                         ok = False
             # case_id
@@ -550,12 +551,12 @@ class ImpactKind(Kind):
                 errors.add("case_id is missing", row=row, column="case_id")
                 ok = False
             elif isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
-                errors.add(f"case_id must be a string; got {_show(raw_id)}", row=row, column="case_id")
+                errors.add(f"case_id must be a string; got {json_shown(raw_id)}", row=row, column="case_id")
                 ok = False
             else:
                 case_id = str(raw_id).strip()
                 if case_id not in known:
-                    errors.add(f"unknown case id {_show(case_id)}", row=row, column="case_id")
+                    errors.add(f"unknown case id {show(case_id)}", row=row, column="case_id")
                     ok = False
                 elif not first_row.take(case_id, row, errors):
                     ok = False
@@ -567,7 +568,7 @@ class ImpactKind(Kind):
                 ok = False
             elif not isinstance(raw_cat, str) or raw_cat.strip().lower() not in mi.CATEGORY_ORDER:
                 errors.add(
-                    f"predicted_impact {_show(raw_cat)} is not one of the seven categories: {', '.join(mi.CATEGORIES)}",
+                    f"predicted_impact {show(raw_cat)} is not one of the seven categories: {', '.join(mi.CATEGORIES)}",
                     row=row, column="predicted_impact")
                 ok = False
             else:
@@ -575,14 +576,14 @@ class ImpactKind(Kind):
             # optional numbers
             conf = _number(item.get("confidence"), from_csv=from_csv)
             if isinstance(conf, str):
-                errors.add(f"confidence {_show(item.get('confidence'))} {conf}", row=row, column="confidence")
+                errors.add(f"confidence {show(item.get('confidence'))} {conf}", row=row, column="confidence")
                 ok = False
             elif conf is not None and not 0.0 <= conf <= 1.0:
                 errors.add(f"confidence {conf} is outside [0, 1]", row=row, column="confidence")
                 ok = False
             score = _number(item.get("predicted_score"), from_csv=from_csv)
             if isinstance(score, str):
-                errors.add(f"predicted_score {_show(item.get('predicted_score'))} {score}", row=row, column="predicted_score")
+                errors.add(f"predicted_score {show(item.get('predicted_score'))} {score}", row=row, column="predicted_score")
                 ok = False
             if ok:
                 out.append(Prediction(case_id, category, conf, score))  # type: ignore[arg-type]

@@ -282,7 +282,7 @@ class PortfolioKind(RoundKind):
             errs.add("confidence is required: a number from 0 to 1", None, "confidence")
         elif isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
                 or not math.isfinite(confidence) or not 0 <= confidence <= 1:
-            errs.add(f"confidence must be a number from 0 to 1; got {csvfile.show(repr(confidence))}", None,
+            errs.add(f"confidence must be a number from 0 to 1; got {json_shown(confidence, 40)}", None,
                      "confidence")
         rationale = predictions.get("rationale", "")
         if rationale is None:
@@ -330,7 +330,7 @@ class PortfolioKind(RoundKind):
             if csv_rows:
                 value, message = csvfile.number(raw)
             elif isinstance(raw, bool) or not isinstance(raw, (int, float)):
-                value, message = None, f"percent must be a number; got {csvfile.show(repr(raw))}"
+                value, message = None, f"percent must be a number; got {json_shown(raw, 40)}"
             elif not math.isfinite(raw):
                 value, message = None, "percent must be a finite number"
             else:
