@@ -275,11 +275,13 @@ class ImpactKind(Kind):
                 errors.add(f"unknown config key {json_shown(key)}; known keys: {', '.join(DEFAULT_CONFIG)}", column=str(key)[:100])
         floats = ("multiplier_coefficient", "multiplier_min", "multiplier_max", "score_divisor", "score_clamp")
         ints = ("min_predictions", "max_upload_bytes", "bootstrap_resamples")
+        mistyped: set[str] = set()  # keys already reported: their range is not checked
         for key in floats:
             if key in config:
                 v = config[key]
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                     errors.add(f"{key} must be a finite number; got {json_shown(v)}", column=key)
+                    mistyped.add(key)
                 else:
                     out[key] = float(v)
         for key in ints:
@@ -287,6 +289,7 @@ class ImpactKind(Kind):
                 v = config[key]
                 if isinstance(v, bool) or not isinstance(v, int):
                     errors.add(f"{key} must be a whole number; got {json_shown(v)}", column=key)
+                    mistyped.add(key)
                 else:
                     out[key] = v
         if "verify_enabled" in config:
@@ -294,21 +297,21 @@ class ImpactKind(Kind):
                 errors.add(f"verify_enabled must be true or false; got {json_shown(config['verify_enabled'])}", column="verify_enabled")
             else:
                 out["verify_enabled"] = config["verify_enabled"]
-        if not errors:
-            if out["multiplier_min"] <= 0:
-                errors.add("multiplier_min must be positive", column="multiplier_min")
-            if out["multiplier_max"] < out["multiplier_min"]:
-                errors.add("multiplier_max must be at least multiplier_min", column="multiplier_max")
-            if out["score_divisor"] <= 0:
-                errors.add("score_divisor must be positive", column="score_divisor")
-            if out["score_clamp"] <= 0:
-                errors.add("score_clamp must be positive", column="score_clamp")
-            if out["min_predictions"] < 0:
-                errors.add("min_predictions must be 0 or more", column="min_predictions")
-            if out["max_upload_bytes"] < 1024:
-                errors.add("max_upload_bytes must be at least 1024", column="max_upload_bytes")
-            if not 1 <= out["bootstrap_resamples"] <= 100_000:
-                errors.add("bootstrap_resamples must lie in 1..100000", column="bootstrap_resamples")
+        # Every range problem is reported with the type problems and unknown keys above, in one answer.
+        def wrong(key: str, bad: bool, message: str) -> None:
+            if bad and key not in mistyped:
+                errors.add(message, column=key)
+
+        wrong("multiplier_min", out["multiplier_min"] <= 0, "multiplier_min must be positive")
+        if "multiplier_min" not in mistyped:
+            wrong("multiplier_max", out["multiplier_max"] < out["multiplier_min"],
+                  "multiplier_max must be at least multiplier_min")
+        wrong("score_divisor", out["score_divisor"] <= 0, "score_divisor must be positive")
+        wrong("score_clamp", out["score_clamp"] <= 0, "score_clamp must be positive")
+        wrong("min_predictions", out["min_predictions"] < 0, "min_predictions must be 0 or more")
+        wrong("max_upload_bytes", out["max_upload_bytes"] < 1024, "max_upload_bytes must be at least 1024")
+        wrong("bootstrap_resamples", not 1 <= out["bootstrap_resamples"] <= 100_000,
+              "bootstrap_resamples must lie in 1..100000")
         errors.raise_if_any()
         return out
 
