@@ -1,8 +1,39 @@
 """Errors raised by the pure layer, shaped for participants."""
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
+
+
+def json_shown(value: Any, limit: int = 60) -> str:
+    """A value from JSON (a config key, a JSON body's field) spelled as its author wrote it, for a
+    message: ``null``, ``true``, ``{"a": 1}``, ``"text"``; ``repr`` for what JSON cannot hold; cut to
+    ``limit`` characters, unprintable characters replaced."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    text = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in text[: limit + 1])
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a value's type: null, boolean, number, string, array or object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scoring import csvfile
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown
 from scoring.metrics_uncertainty import board_seed, ragged_mean_intervals
 
 
@@ -103,7 +103,7 @@ def late_submissions_config(config: Mapping[str, Any]) -> tuple[dict[str, bool],
         return {}, None
     value = config[LATE_SUBMISSIONS]
     if not isinstance(value, bool):
-        return {}, f"{LATE_SUBMISSIONS} must be true or false; got {value!r}"
+        return {}, f"{LATE_SUBMISSIONS} must be true or false; got {json_shown(value)}"
     return {LATE_SUBMISSIONS: value}, None
 
 
@@ -144,7 +144,7 @@ def config_error(key: str, message: str, *, file: str | None = "benchmark.json")
 @dataclass(frozen=True)
 class WholeNumber:
     """A config key holding a whole number in ``low..high`` (never a bool); ``message`` says what
-    it must be, with ``{value!r}`` where the offending value goes."""
+    it must be, with ``{value}`` where the offending value goes (spelled as JSON)."""
 
     key: str
     default: int
@@ -196,7 +196,7 @@ class ConfigReader:
             ok = isinstance(value, str) and value in spec.choices
         if ok:
             return value
-        self.error(spec.key, spec.message.format(value=value))
+        self.error(spec.key, spec.message.format(value=json_shown(value)))
         return spec.default
 
     def done(self) -> None:
@@ -964,9 +964,9 @@ STANDINGS_MIN_ROUNDS = "standings_min_rounds"
 # Config keys every round kind takes: the resolved rounds an entrant needs before it appears in the
 # standings, and how many of its latest rounds a windowed standing averages.
 STANDINGS_MIN_ROUNDS_KEY = WholeNumber(STANDINGS_MIN_ROUNDS, 1, 1, 1000,
-                                       "must be a whole number of rounds, 1 to 1000; got {value!r}")
+                                       "must be a whole number of rounds, 1 to 1000; got {value}")
 STANDINGS_WINDOW_KEY = WholeNumber("standings_window", 20, 1, 1000,
-                                   "must be a whole number of rounds, 1 to 1000; got {value!r}")
+                                   "must be a whole number of rounds, 1 to 1000; got {value}")
 
 
 def standings_min_rounds_config(config: Mapping[str, Any]) -> tuple[int, RowError | None]:

@@ -46,7 +46,7 @@ import numpy as np
 
 from scoring import csvfile
 from scoring import metrics_impact as mi
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown
 from scoring.kinds import register
 from scoring.kinds.base import (
     DEV,
@@ -272,43 +272,46 @@ class ImpactKind(Kind):
             errors.add(problem, column=LATE_SUBMISSIONS)
         for key in config:
             if key not in DEFAULT_CONFIG and key != LATE_SUBMISSIONS:
-                errors.add(f"unknown config key {_show(key)}; known keys: {', '.join(DEFAULT_CONFIG)}", column=str(key)[:100])
+                errors.add(f"unknown config key {json_shown(key)}; known keys: {', '.join(DEFAULT_CONFIG)}", column=str(key)[:100])
         floats = ("multiplier_coefficient", "multiplier_min", "multiplier_max", "score_divisor", "score_clamp")
         ints = ("min_predictions", "max_upload_bytes", "bootstrap_resamples")
+        mistyped: set[str] = set()  # keys already reported: their range is not checked
         for key in floats:
             if key in config:
                 v = config[key]
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                    errors.add(f"{key} must be a finite number; got {_show(v)}", column=key)
+                    errors.add(f"{key} must be a finite number; got {json_shown(v)}", column=key)
+                    mistyped.add(key)
                 else:
                     out[key] = float(v)
         for key in ints:
             if key in config:
                 v = config[key]
                 if isinstance(v, bool) or not isinstance(v, int):
-                    errors.add(f"{key} must be a whole number; got {_show(v)}", column=key)
+                    errors.add(f"{key} must be a whole number; got {json_shown(v)}", column=key)
+                    mistyped.add(key)
                 else:
                     out[key] = v
         if "verify_enabled" in config:
             if not isinstance(config["verify_enabled"], bool):
-                errors.add(f"verify_enabled must be true or false; got {_show(config['verify_enabled'])}", column="verify_enabled")
+                errors.add(f"verify_enabled must be true or false; got {json_shown(config['verify_enabled'])}", column="verify_enabled")
             else:
                 out["verify_enabled"] = config["verify_enabled"]
-        if not errors:
-            if out["multiplier_min"] <= 0:
-                errors.add("multiplier_min must be positive", column="multiplier_min")
-            if out["multiplier_max"] < out["multiplier_min"]:
-                errors.add("multiplier_max must be at least multiplier_min", column="multiplier_max")
-            if out["score_divisor"] <= 0:
-                errors.add("score_divisor must be positive", column="score_divisor")
-            if out["score_clamp"] <= 0:
-                errors.add("score_clamp must be positive", column="score_clamp")
-            if out["min_predictions"] < 0:
-                errors.add("min_predictions must be 0 or more", column="min_predictions")
-            if out["max_upload_bytes"] < 1024:
-                errors.add("max_upload_bytes must be at least 1024", column="max_upload_bytes")
-            if not 1 <= out["bootstrap_resamples"] <= 100_000:
-                errors.add("bootstrap_resamples must lie in 1..100000", column="bootstrap_resamples")
+        # Every range problem is reported with the type problems and unknown keys above, in one answer.
+        def wrong(key: str, bad: bool, message: str) -> None:
+            if bad and key not in mistyped:
+                errors.add(message, column=key)
+
+        wrong("multiplier_min", out["multiplier_min"] <= 0, "multiplier_min must be positive")
+        if "multiplier_min" not in mistyped:
+            wrong("multiplier_max", out["multiplier_max"] < out["multiplier_min"],
+                  "multiplier_max must be at least multiplier_min")
+        wrong("score_divisor", out["score_divisor"] <= 0, "score_divisor must be positive")
+        wrong("score_clamp", out["score_clamp"] <= 0, "score_clamp must be positive")
+        wrong("min_predictions", out["min_predictions"] < 0, "min_predictions must be 0 or more")
+        wrong("max_upload_bytes", out["max_upload_bytes"] < 1024, "max_upload_bytes must be at least 1024")
+        wrong("bootstrap_resamples", not 1 <= out["bootstrap_resamples"] <= 100_000,
+              "bootstrap_resamples must lie in 1..100000")
         errors.raise_if_any()
         return out
 
@@ -499,7 +502,7 @@ class ImpactKind(Kind):
             errors.raise_if_any()
         for key in doc:
             if key != "predictions":
-                errors.add(f'unexpected top-level key {_show(key)}; the file holds only "predictions"', column=str(key)[:100])
+                errors.add(f'unexpected top-level key {json_shown(key)}; the file holds only "predictions"', column=str(key)[:100])
         preds = doc["predictions"]
         if not isinstance(preds, list):
             errors.add('"predictions" must be a list of objects', column="predictions")
@@ -530,17 +533,18 @@ class ImpactKind(Kind):
     ) -> ImpactSubmission:
         known = {c.case_id for c in cases.cases}
         first_row = UPLOAD_ID.first_rows()
+        show = _show if from_csv else json_shown  # a CSV cell is text; a JSON value is shown as JSON
         out: list[Prediction] = []
         for row, item in items:
             if not isinstance(item, dict):
-                errors.add(f"each prediction must be an object; got {_show(item)}", row=row)
+                errors.add(f"each prediction must be an object; got {json_shown(item)}", row=row)
                 continue
             ok = True
             if not from_csv:
                 for key in item:
                     if key not in SUBMISSION_FIELDS:
                         errors.add(
-                            f"unexpected field {_show(key)}; allowed fields are {', '.join(SUBMISSION_FIELDS)}",
+                            f"unexpected field {json_shown(key)}; allowed fields are {', '.join(SUBMISSION_FIELDS)}",
                             row=row, column=str(key)[:100])
                         ok = False
             # case_id
@@ -550,12 +554,12 @@ class ImpactKind(Kind):
                 errors.add("case_id is missing", row=row, column="case_id")
                 ok = False
             elif isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
-                errors.add(f"case_id must be a string; got {_show(raw_id)}", row=row, column="case_id")
+                errors.add(f"case_id must be a string; got {json_shown(raw_id)}", row=row, column="case_id")
                 ok = False
             else:
                 case_id = str(raw_id).strip()
                 if case_id not in known:
-                    errors.add(f"unknown case id {_show(case_id)}", row=row, column="case_id")
+                    errors.add(f"unknown case id {show(case_id)}", row=row, column="case_id")
                     ok = False
                 elif not first_row.take(case_id, row, errors):
                     ok = False
@@ -567,7 +571,7 @@ class ImpactKind(Kind):
                 ok = False
             elif not isinstance(raw_cat, str) or raw_cat.strip().lower() not in mi.CATEGORY_ORDER:
                 errors.add(
-                    f"predicted_impact {_show(raw_cat)} is not one of the seven categories: {', '.join(mi.CATEGORIES)}",
+                    f"predicted_impact {show(raw_cat)} is not one of the seven categories: {', '.join(mi.CATEGORIES)}",
                     row=row, column="predicted_impact")
                 ok = False
             else:
@@ -575,14 +579,14 @@ class ImpactKind(Kind):
             # optional numbers
             conf = _number(item.get("confidence"), from_csv=from_csv)
             if isinstance(conf, str):
-                errors.add(f"confidence {_show(item.get('confidence'))} {conf}", row=row, column="confidence")
+                errors.add(f"confidence {show(item.get('confidence'))} {conf}", row=row, column="confidence")
                 ok = False
             elif conf is not None and not 0.0 <= conf <= 1.0:
                 errors.add(f"confidence {conf} is outside [0, 1]", row=row, column="confidence")
                 ok = False
             score = _number(item.get("predicted_score"), from_csv=from_csv)
             if isinstance(score, str):
-                errors.add(f"predicted_score {_show(item.get('predicted_score'))} {score}", row=row, column="predicted_score")
+                errors.add(f"predicted_score {show(item.get('predicted_score'))} {score}", row=row, column="predicted_score")
                 ok = False
             if ok:
                 out.append(Prediction(case_id, category, conf, score))  # type: ignore[arg-type]

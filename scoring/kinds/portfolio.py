@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from scoring import csvfile
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown
 from scoring.kinds import register
 from scoring.kinds.base import (
     STANDINGS_MIN_ROUNDS,
@@ -109,9 +109,9 @@ STANDINGS_METRICS = (
 
 
 RATIONALE_KEY = WholeNumber("max_rationale_chars", DEFAULT_MAX_RATIONALE_CHARS, 1, 100_000,
-                            "must be a whole number from 1 to 100000; got {value!r}")
+                            "must be a whole number from 1 to 100000; got {value}")
 MAX_UPLOAD_KEY = WholeNumber("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES, 1024, 10 * 1024 * 1024,
-                             "must be an integer from 1024 to 10485760; got {value!r}")
+                             "must be an integer from 1024 to 10485760; got {value}")
 # The option column of universes, uploads and price files.
 OPTION_ID = IdColumn(OPTION, empty="empty option name",
                      invalid="an option is at most {max} printable characters without commas; got {shown}",
@@ -156,7 +156,7 @@ class PortfolioKind(RoundKind):
         benchmark = cfg.get("benchmark_option", DEFAULT_BENCHMARK_OPTION)
         if not isinstance(benchmark, str) or _option_name_problem(benchmark.strip()) or benchmark != benchmark.strip():
             cfg.error("benchmark_option", "must name the S&P 500's option: at most "
-                      f"{MAX_OPTION_CHARS} printable characters without commas, not CASH; got {benchmark!r}")
+                      f"{MAX_OPTION_CHARS} printable characters without commas, not CASH; got {json_shown(benchmark)}")
         min_rounds = cfg.take(STANDINGS_MIN_ROUNDS_KEY)
         cfg.done()
         return {"benchmark_option": benchmark, "max_rationale_chars": cap, "max_upload_bytes": size,
@@ -288,7 +288,7 @@ class PortfolioKind(RoundKind):
             errs.add("confidence is required: a number from 0 to 1", None, "confidence")
         elif isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
                 or not math.isfinite(confidence) or not 0 <= confidence <= 1:
-            errs.add(f"confidence must be a number from 0 to 1; got {csvfile.show(repr(confidence))}", None,
+            errs.add(f"confidence must be a number from 0 to 1; got {json_shown(confidence, 40)}", None,
                      "confidence")
         rationale = predictions.get("rationale", "")
         if rationale is None:
@@ -336,7 +336,7 @@ class PortfolioKind(RoundKind):
             if csv_rows:
                 value, message = csvfile.number(raw)
             elif isinstance(raw, bool) or not isinstance(raw, (int, float)):
-                value, message = None, f"percent must be a number; got {csvfile.show(repr(raw))}"
+                value, message = None, f"percent must be a number; got {json_shown(raw, 40)}"
             elif not math.isfinite(raw):
                 value, message = None, "percent must be a finite number"
             else:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from scoring.errors import RowError, ValidationFailed
+from scoring.errors import RowError, ValidationFailed, json_shown
 from scoring.kinds import register
 from scoring.kinds.base import (
     STANDINGS_MIN_ROUNDS,
@@ -70,12 +70,12 @@ CONFIG_KEYS = ("horizons", "k", "weights", "standings_window", "missing_returns"
 
 
 MAX_UPLOAD_KEY = WholeNumber("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES, 1024, 100 * 1024 * 1024,
-                             "must be an integer from 1024 to 104857600; got {value!r}")
-K_KEY = WholeNumber("k", DEFAULT_K, 1, 100_000, "must be a whole number from 1 to 100000; got {value!r}")
+                             "must be an integer from 1024 to 104857600; got {value}")
+K_KEY = WholeNumber("k", DEFAULT_K, 1, 100_000, "must be a whole number from 1 to 100000; got {value}")
 MISSING_KEY = Choice("missing_returns", MISSING_RULES[0], tuple(MISSING_RULES),
                      '"drop_id" (an id without some horizon\'s return is left out of every horizon, as crowdcent\'s '
                      'create_ranking_targets) or "per_horizon" (each horizon over the ids with its return); '
-                     'got {value!r}')
+                     'got {value}')
 
 
 @register
@@ -93,7 +93,7 @@ class RankingKind(RoundKind):
         if (not isinstance(horizons, list) or not horizons or len(horizons) > 10
                 or not all(isinstance(h, str) and HORIZON_NAME.match(h) for h in horizons)):
             cfg.error("horizons", 'must be a list of 1 to 10 short names of letters and digits, '
-                                  f'e.g. ["10d", "30d"]; got {horizons!r}')
+                                  f'e.g. ["10d", "30d"]; got {json_shown(horizons)}')
             horizons = list(DEFAULT_HORIZONS)
         elif len(set(horizons)) != len(horizons):
             cfg.error("horizons", "names a horizon twice")

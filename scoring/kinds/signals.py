@@ -27,7 +27,7 @@ import pandas as pd
 from scipy.special import ndtri
 
 from scoring import csvfile
-from scoring.errors import RowError, ValidationFailed
+from scoring.errors import RowError, ValidationFailed, json_shown
 from scoring.kinds import register
 from scoring.kinds.base import (
     STANDINGS_MIN_ROUNDS,
@@ -112,7 +112,7 @@ METRICS = (
 
 
 MAX_UPLOAD_KEY = WholeNumber("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES, 1024, 100 * 1024 * 1024,
-                             "must be an integer from 1024 to 104857600; got {value!r}")
+                             "must be an integer from 1024 to 104857600; got {value}")
 
 
 @register
@@ -134,13 +134,13 @@ class SignalsKind(RoundKind):
             extra = []
         for t in extra:
             if t in (ID, TARGET) or not t.replace("_", "").isalnum() or len(t) > 60:
-                cfg.error("extra_targets", f"{t!r} is not a usable column name")
+                cfg.error("extra_targets", f"{json_shown(t)} is not a usable column name")
         if len(set(extra)) != len(extra):
             cfg.error("extra_targets", "names a column twice")
         names = [m.name for m in METRICS] + [f"corr_{t}" for t in extra]
         rank_by = cfg.get("rank_by", "corr")
         if rank_by not in names:
-            cfg.error("rank_by", f"must be one of {', '.join(names)}; got {rank_by!r}")
+            cfg.error("rank_by", f"must be one of {', '.join(names)}; got {json_shown(rank_by)}")
         window = cfg.take(STANDINGS_WINDOW_KEY)
         cap = cfg.take(MAX_UPLOAD_KEY)
         min_rounds = cfg.take(STANDINGS_MIN_ROUNDS_KEY)

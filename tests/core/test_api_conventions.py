@@ -157,6 +157,14 @@ def test_api_note_that_is_not_plain_text_is_refused(mini_benchmark, api_for, not
     assert resp.status_code == 400 and resp.json()["errors"][0]["column"] == "note"
 
 
+@pytest.mark.parametrize("note, json_type", [(["a", "list"], "array"), (5, "number"), (True, "boolean"),
+                                             ({"a": 1}, "object")])
+def test_api_note_of_another_json_type_is_named_in_json_words(mini_benchmark, api_for, note, json_type):
+    resp = api_for("owner").post(_url(mini_benchmark), {"predictions": JSON_ROWS, "note": note}, format="json")
+    assert resp.status_code == 400
+    assert resp.json()["errors"][0]["message"] == f"note must be text (a JSON string), not {json_type}"
+
+
 def test_api_note_on_a_portfolio_json_body_and_a_round_submission(tmp_path, api_for):
     from leaderboard.core.services.round_engine import round_open
     from tests.support.portfolio import portfolio, portfolio_benchmark, universe_csv

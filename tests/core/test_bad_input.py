@@ -116,7 +116,21 @@ def test_bad_input_round_on_a_static_benchmark_is_refused_not_ignored(mini_bench
                                  {"file": upload, "round": value}, format="multipart")
     assert resp.status_code == 400
     assert resp.json()["errors"] == [{"row": None, "column": "round", "message": (
-        f"round {value!r}: mini-props is not a round benchmark; leave 'round' out")}]
+        f"round \"{value}\": mini-props is not a round benchmark; leave 'round' out")}]
+
+
+@pytest.mark.parametrize("body, spelled", [('"round": 5', "5"), ('"round": true', "true"), ('"round": [1]', "[1]")])
+def test_bad_input_round_in_a_json_body_is_quoted_as_json(mini_benchmark, api_for, body, spelled):
+    import json
+
+    from tests.conftest import MINI_ROWS
+
+    rows = json.dumps([{k: r[k] for k in ("sequence_id", "A", "B", "fold")} for r in MINI_ROWS])
+    resp = api_for("owner").post(f"/api/benchmarks/{mini_benchmark.slug}/submissions/",
+                                 data=f'{{"predictions": {rows}, {body}}}', content_type="application/json")
+    assert resp.status_code == 400
+    assert resp.json()["errors"] == [{"row": None, "column": "round", "message": (
+        f"round {spelled}: mini-props is not a round benchmark; leave 'round' out")}]
 
 
 @pytest.mark.parametrize("bad", ["=HYPERLINK(\"http://x\")", "@SUM(A1)", "+cmd", "-2+3"])

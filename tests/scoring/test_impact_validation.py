@@ -283,3 +283,29 @@ def test_config_bad_keys_named():
     with pytest.raises(ValidationFailed) as exc:
         KIND.validate_config({"score_divisor": 0})
     assert exc.value.errors[0].column == "score_divisor"
+
+
+def test_config_reports_range_problems_with_the_other_problems_in_one_answer():
+    """An organiser fixing benchmark.json is told everything wrong at once, as the other kinds do:
+    a misspelt key or a value of the wrong type does not hide a value out of range."""
+    config = json.loads('{"multiplier_coef": 1, "min_predictions": "10", "score_divisor": 0, "score_clamp": -1, '
+                        '"bootstrap_resamples": 0, "max_upload_bytes": 10}')
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.validate_config(config)
+    assert {(e.column, e.message) for e in exc.value.errors} == {
+        ("multiplier_coef", "unknown config key \"multiplier_coef\"; known keys: multiplier_coefficient, "
+                            "multiplier_min, multiplier_max, score_divisor, score_clamp, min_predictions, "
+                            "verify_enabled, max_upload_bytes, bootstrap_resamples"),
+        ("min_predictions", 'min_predictions must be a whole number; got "10"'),
+        ("score_divisor", "score_divisor must be positive"),
+        ("score_clamp", "score_clamp must be positive"),
+        ("bootstrap_resamples", "bootstrap_resamples must lie in 1..100000"),
+        ("max_upload_bytes", "max_upload_bytes must be at least 1024"),
+    }
+
+
+def test_config_a_mistyped_multiplier_min_is_not_also_compared_with_multiplier_max():
+    with pytest.raises(ValidationFailed) as exc:
+        KIND.validate_config(json.loads('{"multiplier_min": null, "multiplier_max": 0.1}'))
+    assert [(e.column, e.message) for e in exc.value.errors] == [
+        ("multiplier_min", "multiplier_min must be a finite number; got null")]

@@ -475,7 +475,7 @@ def test_json_predictions_equal_the_csv_file():
 
 def test_json_not_a_list():
     assert json_errors({"s1": 1}) == [
-        (None, None, "predictions must be a list of objects with the keys sequence_id, A, B, fold, got dict")
+        (None, None, "predictions must be a list of objects with the keys sequence_id, A, B, fold, got object")
     ]
 
 
@@ -487,14 +487,18 @@ def test_json_empty_list():
     "change, column, message",
     [
         ({"A": None}, "A", "null is not allowed; every prediction must be a number"),
-        ({"A": "1.5"}, "A", "must be a JSON number, got '1.5'"),
-        ({"A": True}, "A", "must be a JSON number, got bool"),
+        ({"A": "1.5"}, "A", 'must be a JSON number, got "1.5"'),
+        ({"A": True}, "A", "must be a JSON number, got boolean"),
+        ({"A": {"a": 1}}, "A", "must be a JSON number, got object"),
         ({"A": float("nan")}, "A", "NaN is not allowed; every prediction must be a number"),
         ({"B": float("inf")}, "B", "infinite values are not allowed; every prediction must be a finite number"),
-        ({"fold": "0"}, "fold", "fold must be an integer, got '0'"),
+        ({"fold": "0"}, "fold", 'fold must be an integer, got "0"'),
+        ({"fold": None}, "fold", "fold must be an integer, got null"),
+        ({"fold": True}, "fold", "fold must be an integer, got true"),
+        ({"fold": [1]}, "fold", "fold must be an integer, got [1]"),
         ({"fold": 0.5}, "fold", "fold must be an integer, got 0.5"),
         ({"fold": 1}, "fold", "fold 1 differs from the published fold 0 of 's2'"),
-        ({"sequence_id": 2}, "sequence_id", 'sequence_id must be a string like "s1", got int'),
+        ({"sequence_id": 2}, "sequence_id", 'sequence_id must be a string like "s1", got number'),
         ({"sequence_id": "s9"}, "sequence_id", "unknown sequence_id 's9'"),
         ({"extra": 1}, "extra", "unexpected key 'extra'; allowed keys: sequence_id, A, B, fold"),
     ],
@@ -512,7 +516,7 @@ def test_json_missing_key_item_not_object_and_duplicate():
     preds.append(dict(preds[2]))
     assert json_errors(preds) == [
         (1, "B", "missing key 'B'"),
-        (2, None, "each prediction must be an object, got list"),
+        (2, None, "each prediction must be an object, got array"),
         (6, "sequence_id", "duplicate sequence_id 's3' (first seen in row 3)"),
         (None, "sequence_id", "no row for sequence_id 's2'"),
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scoring.errors import RowError
+from scoring.errors import RowError, json_shown, json_type
 
 from leaderboard.core.models import NOTE_MAX_CHARS, Benchmark
 from leaderboard.core.services.accounts import upload_refusal
@@ -72,7 +72,7 @@ def submission_create(
                                        note=note)
     if round_number not in (None, ""):
         # Not ignored: a client naming a round means one; a static benchmark has none to name.
-        raise SubmissionRejected([RowError(f"round {str(round_number)[:20]!r}: {benchmark.slug} is not a round "
+        raise SubmissionRejected([RowError(f"round {json_shown(round_number, 20)}: {benchmark.slug} is not a round "
                                            "benchmark; leave 'round' out", column="round")])
     return static_submission_create(user=user, benchmark=benchmark, data=data, filename=filename,
                                     predictions=predictions, entrant=ent, idempotency_key=idempotency_key,
@@ -85,7 +85,7 @@ def note_check(note: Any) -> str:
     if note is None:
         return ""
     if not isinstance(note, str):
-        raise SubmissionRejected([RowError(f"note must be text, not {type(note).__name__}", column="note")])
+        raise SubmissionRejected([RowError(f"note must be text (a JSON string), not {json_type(note)}", column="note")])
     note = note.strip()
     if len(note) > NOTE_MAX_CHARS:
         raise SubmissionRejected([RowError(

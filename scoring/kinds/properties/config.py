@@ -5,7 +5,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from scoring.errors import RowError, ValidationFailed
+from scoring.errors import RowError, ValidationFailed, json_shown, json_type
 from scoring.kinds.base import LATE_SUBMISSIONS, ConfigReader, IdColumn, WholeNumber, late_submissions_config
 from scoring.metrics_properties import K_RULES
 
@@ -31,7 +31,7 @@ MAX_LISTED_EXTRA_COLUMNS = 10  # unexpected header columns listed one by one
 
 CASES_FILE = "cases.csv"
 MAX_UPLOAD_KEY = WholeNumber("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES, 1024, 100 * 1024 * 1024,
-                             "must be an integer between 1024 and 104857600, got {value!r}")
+                             "must be an integer between 1024 and 104857600, got {value}")
 # The sequence_id column of a bundle's cases.csv.
 BUNDLE_ID = IdColumn(ID, empty="empty sequence_id", invalid="sequence_id must be at most {max} printable characters",
                      duplicate="duplicate sequence_id {id!r} (first seen in row {first})", max_chars=MAX_ID_CHARS,
@@ -48,7 +48,7 @@ def _is_number(v: Any) -> bool:
 
 def _validate_config(config: Any) -> dict[str, Any]:
     if not isinstance(config, Mapping):
-        raise ValidationFailed([RowError(f"config must be a JSON object, got {type(config).__name__}")])
+        raise ValidationFailed([RowError(f"config must be a JSON object, got {json_type(config)}")])
     cfg = ConfigReader(config, allowed={"properties", "inputs", "weights", "recall_fraction", "recall_k",
                                         "max_upload_bytes", LATE_SUBMISSIONS}, listed="allowed keys", file=None)
 
@@ -74,13 +74,13 @@ def _validate_config(config: Any) -> dict[str, Any]:
             cfg.error(f"{where}.name", "must be a non-empty string without surrounding spaces")
             name = None
         elif name in RESERVED:
-            cfg.error(f"{where}.name", f"{name!r} is reserved for a column of the files")
+            cfg.error(f"{where}.name", f"{json_shown(name)} is reserved for a column of the files")
             name = None
         elif len(name) > 100 or any(ch in name for ch in ',"\r\n') or not name.isprintable():
             cfg.error(f"{where}.name", "must be at most 100 printable characters without commas or quotes")
             name = None
         elif name in seen:
-            cfg.error(f"{where}.name", f"{name!r} is configured twice")
+            cfg.error(f"{where}.name", f"{json_shown(name)} is configured twice")
             name = None
         hib = p.get("higher_is_better")
         if not isinstance(hib, bool):
@@ -106,9 +106,9 @@ def _validate_config(config: Any) -> dict[str, Any]:
         elif len(name) > 100 or any(ch in name for ch in ',"\r\n') or not name.isprintable():
             cfg.error(where, "must be at most 100 printable characters without commas or quotes")
         elif name in RESERVED or name in seen:
-            cfg.error(where, f"{name!r} is already a column of cases.csv (an id, fold, split or property)")
+            cfg.error(where, f"{json_shown(name)} is already a column of cases.csv (an id, fold, split or property)")
         elif name in inputs:
-            cfg.error(where, f"{name!r} is listed twice")
+            cfg.error(where, f"{json_shown(name)} is listed twice")
         else:
             inputs.append(name)
 
@@ -121,7 +121,7 @@ def _validate_config(config: Any) -> dict[str, Any]:
             if key not in DEFAULT_WEIGHTS:
                 cfg.error(f"weights.{key}", "unknown key; allowed: spearman, recall")
             elif not _is_number(value) or value < 0:
-                cfg.error(f"weights.{key}", f"must be a number >= 0, got {value!r}")
+                cfg.error(f"weights.{key}", f"must be a number >= 0, got {json_shown(value)}")
             else:
                 out_weights[key] = float(value)
         if sum(out_weights.values()) <= 0:
@@ -129,12 +129,12 @@ def _validate_config(config: Any) -> dict[str, Any]:
 
     fraction = config.get("recall_fraction", DEFAULT_RECALL_FRACTION)
     if not _is_number(fraction) or not 0 < fraction <= 1:
-        cfg.error("recall_fraction", f"must be a number in (0, 1] (0.1 = top 10%), got {fraction!r}")
+        cfg.error("recall_fraction", f"must be a number in (0, 1] (0.1 = top 10%), got {json_shown(fraction)}")
 
     recall_k = config.get("recall_k", DEFAULT_RECALL_K)
     if recall_k not in K_RULES:
         cfg.error("recall_k", 'must be "ceil" (k = ceil(fraction x n), at least 1) or "floor" '
-                                          f'(k = int(fraction x n), as Ginkgo\'s abdev-benchmark counts it); got {recall_k!r}')
+                                          f'(k = int(fraction x n), as Ginkgo\'s abdev-benchmark counts it); got {json_shown(recall_k)}')
 
     cap = cfg.take(MAX_UPLOAD_KEY)
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from scoring import csvfile
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_type
 from scoring.kinds import register
 from scoring.kinds.base import Bundle, Case, CaseSet, Kind, MetricSpec, Result, Truth, finite_or_none
 from scoring.kinds.properties.config import (
@@ -383,7 +383,7 @@ class PropertiesKind(Kind):
         if not isinstance(predictions, list):
             errs.add(
                 f"predictions must be a list of objects with the keys {', '.join(expected)}, "
-                f"got {type(predictions).__name__}"
+                f"got {json_type(predictions)}"
             )
             _raise(errs)
         checker = _RowChecker(cases, props, errs)
@@ -394,7 +394,7 @@ class PropertiesKind(Kind):
                 stopped_at = row
                 break
             if not isinstance(item, dict):
-                errs.add(f"each prediction must be an object, got {type(item).__name__}", row)
+                errs.add(f"each prediction must be an object, got {json_type(item)}", row)
                 checker.rows += 1
                 continue
             extra = [k for k in item if k not in expected]

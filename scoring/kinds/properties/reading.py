@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from scoring import csvfile
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown, json_type
 from scoring.kinds.base import Case, CaseSet
 from scoring.kinds.properties.config import BUNDLE_ID, DEV, FOLD, ID, MAX_CELL_CHARS, MAX_LISTED_MISSING
 
@@ -95,7 +95,7 @@ def _json_number(raw: Any) -> tuple[float | None, str | None]:
     if raw is None:
         return None, "null is not allowed; every prediction must be a number"
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        shown = _show(raw) if isinstance(raw, str) else type(raw).__name__
+        shown = json_shown(raw, 40) if isinstance(raw, str) else json_type(raw)
         return None, f"must be a JSON number, got {shown}"
     v = float(raw)
     if math.isnan(v):
@@ -110,8 +110,7 @@ def _json_fold(raw: Any) -> tuple[int | None, str | None]:
         return raw, None
     if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
         return int(raw), None
-    shown = _show(raw) if isinstance(raw, str) else ("null" if raw is None else repr(raw)[:40])
-    return None, f"fold must be an integer, got {shown}"
+    return None, f"fold must be an integer, got {json_shown(raw, 40)}"
 
 
 # ---------------------------------------------------------------------------
@@ -164,7 +163,7 @@ class _RowChecker:
             if sid is None or sid == "":
                 errs.add("empty sequence_id", row, ID)
             elif not isinstance(sid, str):
-                errs.add(f'sequence_id must be a string like "{self.ids[0]}", got {type(sid).__name__}', row, ID)
+                errs.add(f'sequence_id must be a string like "{self.ids[0]}", got {json_type(sid)}', row, ID)
             elif len(sid) > MAX_CELL_CHARS:
                 errs.add(f"sequence_id is {len(sid):,} characters long; no sequence has such an id", row, ID)
             else:
