@@ -83,3 +83,31 @@ def test_rank_by_changes_before_any_truth(tmp_path, users):
     benchmark_load_bundle(write_bundle(tmp_path, {"rank_by": "mmc", "standings_window": 5}))
     bench = Benchmark.objects.get(slug="sig")
     assert (bench.config["rank_by"], bench.config["standings_window"]) == ("mmc", 5)
+
+
+def admin_form(bench, config):
+    return {"slug": bench.slug, "title": bench.title, "kind": bench.kind, "description": bench.description,
+            "credit": "", "config": json.dumps(config), "daily_limit": bench.daily_limit, "team_size_max": "",
+            "team_merge_deadline_0": "", "team_merge_deadline_1": "", "is_published": "on",
+            "private_revealed_at_0": "", "private_revealed_at_1": "",
+            "rounds-TOTAL_FORMS": "0", "rounds-INITIAL_FORMS": "0", "rounds-MIN_NUM_FORMS": "0",
+            "rounds-MAX_NUM_FORMS": "0"}
+
+
+def test_the_admin_refuses_the_same_change_and_allows_a_free_key(tmp_path, users, client):
+    bench = signals_benchmark(tmp_path)
+    resolved_round(bench, users)
+    before = boards()
+    client.force_login(users["organiser"])
+    url = f"/admin/core/benchmark/{bench.pk}/change/"
+    resp = client.post(url, admin_form(bench, dict(bench.config, rank_by="mmc")))
+    assert resp.status_code == 200  # the form again, with the error
+    page = resp.content.decode()
+    assert "config.rank_by" in page and "another slug" in page
+    assert Benchmark.objects.get(pk=bench.pk).config["rank_by"] == "corr"
+    assert boards() == before
+
+    resp = client.post(url, admin_form(bench, {"rank_by": "corr", "max_upload_bytes": 4096}))
+    assert resp.status_code == 302
+    config = Benchmark.objects.get(pk=bench.pk).config
+    assert (config["rank_by"], config["max_upload_bytes"], config["standings_window"]) == ("corr", 4096, 20)
