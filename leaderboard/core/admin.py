@@ -74,8 +74,8 @@ class RoundForm(forms.ModelForm):
 
 
 class BenchmarkForm(forms.ModelForm):
-    """A benchmark in the admin: its config is checked by its kind, and a round benchmark's keys that
-    decide scores are fixed once a round has truth (as ``load_benchmark`` refuses)."""
+    """A benchmark in the admin: its kind is fixed, its config is checked by its kind, and a round
+    benchmark's keys that decide scores are fixed once a round has truth (as ``load_benchmark`` refuses)."""
 
     class Meta:
         model = m.Benchmark
@@ -86,6 +86,11 @@ class BenchmarkForm(forms.ModelForm):
         if "config" not in cleaned:
             return cleaned
         stored = m.Benchmark.objects.get(pk=self.instance.pk) if self.instance.pk is not None else None
+        if stored is not None and cleaned.get("kind") not in (None, stored.kind):
+            # As a bundle: its rounds, cases and scores are the old kind's (the pages could not read them).
+            self.add_error("kind", f"benchmark {stored.slug!r} is of kind {stored.kind!r}; a benchmark cannot "
+                                   "change its kind (load a new benchmark with another slug)")
+            return cleaned
         try:
             kind = stored.kind_impl if stored is not None else get_kind(cleaned.get("kind") or "")
         except ValueError as exc:

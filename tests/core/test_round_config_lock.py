@@ -111,3 +111,15 @@ def test_the_admin_refuses_the_same_change_and_allows_a_free_key(tmp_path, users
     assert resp.status_code == 302
     config = Benchmark.objects.get(pk=bench.pk).config
     assert (config["rank_by"], config["max_upload_bytes"], config["standings_window"]) == ("corr", 4096, 20)
+
+
+def test_the_admin_refuses_a_change_of_kind_as_a_bundle_does(tmp_path, users, client):
+    bench = signals_benchmark(tmp_path)
+    resolved_round(bench, users)
+    before = boards()
+    client.force_login(users["organiser"])
+    form = dict(admin_form(bench, bench.config), kind="ranking")
+    resp = client.post(f"/admin/core/benchmark/{bench.pk}/change/", form)
+    assert resp.status_code == 200 and "cannot change its kind" in resp.content.decode()
+    assert Benchmark.objects.get(pk=bench.pk).kind == "signals"
+    assert boards() == before
