@@ -20,10 +20,17 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from scoring.errors import ValidationFailed
+from scoring.kinds import get_kind
 
 from leaderboard.core import models as m
 from leaderboard.core.services.answers import SubmissionRejected
-from leaderboard.core.services.benchmarks import benchmark_rescore, benchmark_reveal, truth_load
+from leaderboard.core.services.benchmarks import (
+    CONFIG_CHANGED,
+    benchmark_rescore,
+    benchmark_reveal,
+    config_change_refusal,
+    truth_load,
+)
 from leaderboard.core.services.deid import cases_deidentify, deid_backend
 from leaderboard.core.services.entrants import entrant_flag
 from leaderboard.core.services.round_engine import round_close, round_truth_load, stakes_load
@@ -67,6 +74,43 @@ class RoundForm(forms.ModelForm):
         return closes_at
 
 
+class BenchmarkForm(forms.ModelForm):
+    """A benchmark in the admin: its kind is fixed, its config is checked by its kind, and a round
+    benchmark's keys that decide scores are fixed once a round has truth (as ``load_benchmark`` refuses)."""
+
+    class Meta:
+        model = m.Benchmark
+        fields = "__all__"  # noqa: DJ007 -- the admin passes the fields it shows
+
+    def clean(self):
+        cleaned = super().clean() or {}
+        if "config" not in cleaned:
+            return cleaned
+        stored = m.Benchmark.objects.get(pk=self.instance.pk) if self.instance.pk is not None else None
+        if stored is not None and cleaned.get("kind") not in (None, stored.kind):
+            # As a bundle: its rounds, cases and scores are the old kind's (the pages could not read them).
+            self.add_error("kind", f"benchmark {stored.slug!r} is of kind {stored.kind!r}; a benchmark cannot "
+                                   "change its kind (load a new benchmark with another slug)")
+            return cleaned
+        try:
+            kind = stored.kind_impl if stored is not None else get_kind(cleaned.get("kind") or "")
+        except ValueError as exc:
+            self.add_error("kind", str(exc))
+            return cleaned
+        try:
+            config = kind.validate_config(cleaned["config"] or {})
+        except ValidationFailed as exc:
+            self.add_error("config", [e.message for e in exc.errors])
+            return cleaned
+        if stored is not None:
+            refusal = config_change_refusal(stored, config, file=None)
+            if refusal:
+                self.add_error("config", [f"{e.column}: {e.message}" for e in refusal])
+                return cleaned
+        cleaned["config"] = config
+        return cleaned
+
+
 class RoundStakesForm(forms.Form):
     stakes = forms.FileField(help_text="CSV entrant,stake (entrant names, stakes >= 0).")
 
@@ -101,8 +145,17 @@ class RoundInline(ShownNotEdited, admin.TabularInline):
 
 @admin.register(m.Benchmark)
 class BenchmarkAdmin(admin.ModelAdmin):
+    form = BenchmarkForm
     list_display = ("title", "slug", "kind", "daily_limit", "is_published", "private_revealed_at", "truth_link",
                     "fairplay_link")
+
+    def save_model(self, request, obj, form, change):
+        """Saved as edited; a static benchmark whose config changed is rescored, as a bundle's would be
+        (a round benchmark's scoring keys cannot change once a round has truth: ``BenchmarkForm``)."""
+        super().save_model(request, obj, form, change)
+        if change and "config" in form.changed_data and not obj.kind_impl.is_round_kind:
+            n = benchmark_rescore(benchmark=obj, reason=CONFIG_CHANGED)
+            self.message_user(request, f"The config changed: {n} submission(s) queued for rescoring.")
     list_filter = ("kind", "is_published")
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}

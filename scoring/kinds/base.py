@@ -652,6 +652,10 @@ class RoundKind(Kind):
     # Ids every round's universe holds beside the rows of its file (portfolio: CASH): the universe
     # download has ``universe_size`` less these rows, and its link says so.
     implicit_universe_ids: ClassVar[tuple[str, ...]] = ()
+    # Config keys that decide no score, rank or standing (upload limits): an organiser may change them
+    # at any time. Every other key is fixed once any round has truth (the service refuses a change:
+    # past boards, standings and records were computed with the old value).
+    free_config_keys: ClassVar[frozenset[str]] = frozenset({"max_upload_bytes"})
 
     # -- bundles: a round benchmark's bundle is benchmark.json alone --------
     def parse_bundle(self, files: Mapping[str, bytes], config: Mapping[str, Any]) -> Bundle:

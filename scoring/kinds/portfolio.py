@@ -146,6 +146,8 @@ class PortfolioKind(RoundKind):
     has_comparison_sets = True
     implicit_universe_ids = (CASH,)
     json_submission_keys = SUBMISSION_KEYS
+    # Upload limits only: the rationale is shown, never scored.
+    free_config_keys = frozenset({"max_upload_bytes", "max_rationale_chars"})
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:

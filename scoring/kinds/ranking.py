@@ -313,7 +313,8 @@ class RankingKind(RoundKind):
                          "create_ranking_targets does (config missing_returns: drop_id).")
         mm = result.meta_metrics
         shown = ", ".join(f"NDCG@{k} {h} {mm[f'ndcg_{h}']:.4f}" for h in horizons if h not in missing)
-        notes.append(f"Meta model (the mean of the {m} counted submission{'s' if m != 1 else ''}' rank-scaled "
+        whose = "submissions'" if m != 1 else "submission's"  # plural and singular possessive
+        notes.append(f"Meta model (the mean of the {m} counted {whose} rank-scaled "
                      f"predictions): score {mm['score']:.4f}; {shown}.")
         if m == 1:
             notes.append("With one counted submission the meta model is that submission: unique NDCG is n/a.")

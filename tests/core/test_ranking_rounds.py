@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from html import unescape
 
 import numpy as np
 import pandas as pd
@@ -157,3 +158,16 @@ def test_per_id_table_waits_for_resolution(client, db, tmp_path, users):
     html = client.get(f"/submissions/{sub.pk}/").content.decode()
     assert "Per id</h2>" not in html and "whether it fell in your top or bottom 40" in html
     assert client.get(f"/api/submissions/{sub.pk}/cases/").status_code == 409
+
+
+def test_the_meta_model_note_of_a_round_with_one_submission_reads_right(client, db, tmp_path, users):
+    bench = ranking_benchmark(tmp_path)
+    gen = RankingRound(30, seed=4)
+    r1 = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    submission_create(user=users["owner"], benchmark=bench, data=gen.submission_csv(gen.predictions(1, 1)),
+                      filename="p.csv")
+    round_close(round_=r1)
+    round_truth_load(round_=r1, data=gen.truth_csv(gen.returns(1.0, 2)), filename="final.csv", final=True)
+    score_pending(r1)
+    text = unescape(client.get(f"/b/{bench.slug}/rounds/1/").content.decode())
+    assert "Meta model (the mean of the 1 counted submission's rank-scaled predictions)" in text

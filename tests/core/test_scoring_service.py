@@ -17,6 +17,7 @@ from leaderboard.core.services.rounds import round_set_status
 from leaderboard.core.services.submissions import submission_score, submission_select, submissions_sweep_stuck
 from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv, write_properties_bundle
+from tests.support.admin_forms import benchmark_change_form
 
 PUBLIC = [r for r in MINI_ROWS if r["split"] == "public"]
 PRIVATE = [r for r in MINI_ROWS if r["split"] == "private"]
@@ -158,6 +159,26 @@ def test_config_change_rescores_and_leaderboard_follows(mini_bundle, users, acce
     # The same bundle again: nothing to rescore.
     shutil.copytree(reweighed, tmp_path / "again")
     assert benchmark_load_bundle(tmp_path / "again").requeued == 0
+
+
+def test_a_config_edited_in_the_admin_rescores_as_a_bundle_does(mini_bundle, users, accept, client,
+                                                                 django_capture_on_commit_callbacks):
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    a = [r["A"] * 0.5 + (i % 3) for i, r in enumerate(MINI_ROWS)]
+    b = [r["B"] + (i % 4) for i, r in enumerate(MINI_ROWS)]
+    sub = accept(users["owner"], benchmark, submission_csv(MINI_ROWS, a=a, b=b))
+    client.force_login(users["organiser"])
+    config = dict(benchmark.config, weights={"spearman": 1.0, "recall": 0.0})
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = client.post(f"/admin/core/benchmark/{benchmark.pk}/change/", benchmark_change_form(benchmark, config))
+    assert resp.status_code == 302
+    sub.refresh_from_db()
+    n = len(PUBLIC)  # score = 1 x mean Spearman + 0 x recall, worked with scipy
+    expected = (spearmanr(a[:n], [r["A"] for r in PUBLIC]).statistic
+                + spearmanr(b[:n], [r["B"] for r in PUBLIC]).statistic) / 2
+    assert sub.status == "scored"
+    assert scores(sub, "public")["score"] == pytest.approx(expected, abs=1e-12)
+    assert LeaderboardRow.objects.get(split="public", entrant=sub.entrant).score == pytest.approx(expected, abs=1e-12)
 
 
 def test_scoring_twice_is_a_no_op(mini_benchmark, users, accept):

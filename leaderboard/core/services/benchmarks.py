@@ -171,6 +171,8 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
             raise BundleError([RowError(
                 f"benchmark {benchmark.slug!r} is of kind {benchmark.kind!r}; a bundle cannot change its kind",
                 column="kind", file="benchmark.json")])
+        if not created and (refused := config_change_refusal(benchmark, bundle.config)):
+            raise BundleError(refused)
         config_changed = not created and benchmark.config != bundle.config
         benchmark.title = meta["title"]
         benchmark.description = meta.get("description", "")
@@ -204,12 +206,40 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
         if config_changed and not report[1]:
             # Scores follow the config (weights, properties, recall rule) as they follow the truth: every row
             # of a board is scored by the same rule. Truth that changed has requeued them already.
-            requeued = submissions_requeue(
-                Submission.objects.filter(round=round_, status__in=[Submission.Status.SCORED,
-                                                                    Submission.Status.FAILED]),
-                reason="rescoring: the benchmark's config changed")
+            requeued = benchmark_rescore(benchmark=benchmark, reason=CONFIG_CHANGED)
         return LoadReport(benchmark=benchmark, created=created, truth_version=report[0], truth_changed=report[1],
                           cases=len(bundle.cases.cases), requeued=requeued, notes=notes)
+
+
+def config_change_refusal(benchmark: Benchmark, config: dict[str, Any], *, file: str | None = "benchmark.json",
+                          ) -> list[RowError]:
+    """Why ``config`` (validated by the kind) may not replace a round benchmark's config: one error per
+    key that decides scores or ranks (any key but the kind's ``free_config_keys``) and would change,
+    once any of its rounds has truth. Empty: the change is allowed (static kinds rescore on their own)."""
+    kind = benchmark.kind_impl
+    if not kind.is_round_kind:
+        return []
+    scored = list(Round.objects.filter(benchmark=benchmark, truth_versions__isnull=False)
+                  .order_by("number").values_list("number", flat=True).distinct())
+    if not scored:
+        return []
+    try:
+        old = kind.validate_config(benchmark.config)
+    except ValidationFailed:
+        old = dict(benchmark.config)
+    shown = ", ".join(map(str, scored[:10])) + (f" and {len(scored) - 10} more" if len(scored) > 10 else "")
+    rounds = f"round{'s' if len(scored) != 1 else ''} {shown}"
+    errors = []
+    for key in sorted(set(old) | set(config)):
+        if key in kind.free_config_keys or old.get(key) == config.get(key):
+            continue
+        before, after = json.dumps(old.get(key)), json.dumps(config.get(key))
+        errors.append(RowError(
+            f"cannot change from {before} to {after}: {rounds} of {benchmark.slug!r} already have truth and "
+            f"were scored with {before}, so their boards, standings and records would no longer match. Keep "
+            f"{before}, or load the new config as a new benchmark with another slug",
+            column=f"config.{key}", file=file))
+    return errors
 
 
 def _deadline_note(round_: Round) -> str:
@@ -317,12 +347,16 @@ def benchmark_reveal(*, benchmark: Benchmark, reveal: bool = True) -> None:
             benchmark_event_emit(benchmark, NotificationEvent.Kind.BENCHMARK_REVEALED)
 
 
-def benchmark_rescore(*, benchmark: Benchmark) -> int:
-    """Requeue every scored or failed submission of a benchmark (organiser action)."""
+CONFIG_CHANGED = "rescoring: the benchmark's config changed"
+
+
+def benchmark_rescore(*, benchmark: Benchmark, reason: str = "rescoring requested by an organiser") -> int:
+    """Requeue every scored or failed submission of a benchmark (organiser action; a static benchmark's
+    config changed, by a bundle or in the admin). Round kinds' submissions are scored with their rounds."""
     return submissions_requeue(
         Submission.objects.filter(benchmark=benchmark, status__in=[Submission.Status.SCORED,
                                                                    Submission.Status.FAILED]),
-        reason="rescoring requested by an organiser",
+        reason=reason,
     )
 
 
