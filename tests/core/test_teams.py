@@ -101,6 +101,24 @@ def test_a_member_uploads_as_the_team_and_every_member_sees_and_selects(api_for,
     assert "by member" in client.get("/submissions/").content.decode()
 
 
+def test_a_member_who_left_no_longer_chooses_the_teams_final_submission(api_for, users, mini_benchmark):
+    team = team_create(user=users["owner"], benchmark=mini_benchmark, name="Ab Initio")
+    _join(team, users["member"], users["owner"])
+    first, second = _upload(users["member"], mini_benchmark), _upload(users["owner"], mini_benchmark)
+    for sub in (first, second):
+        submission_score(submission_id=sub.pk)
+    owner, member = api_for("owner"), api_for("member")
+    assert owner.post(f"/api/submissions/{second.pk}/select/").status_code == 200
+    assert member.post(f"/api/teams/{team.pk}/leave/").status_code == 200
+    # The upload was theirs, but the team's final choice is the team's business now.
+    refused = member.post(f"/api/submissions/{first.pk}/select/")
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == ("only the members of team Ab Initio may choose its final submission: "
+                                        "you are not in the team any more")
+    assert list(Submission.objects.filter(is_selected=True).values_list("pk", flat=True)) == [second.pk]
+    assert owner.post(f"/api/submissions/{first.pk}/select/").status_code == 200
+
+
 def test_refusals_say_why_full_team_and_past_the_deadline(tmp_path, users):
     import json
 
