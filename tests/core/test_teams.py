@@ -231,6 +231,27 @@ def test_joining_brings_todays_uploads_into_the_team_limit_and_leaving_keeps_you
     assert DailyQuota.objects.get(team=team).used == 3
 
 
+def test_leaving_and_joining_again_does_not_count_the_teams_uploads_twice(tmp_path, users):
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+
+    benchmark = benchmark_load_bundle(write_properties_bundle(tmp_path / "r", MINI_ROWS, slug="rejoin",
+                                                              daily_limit=5)).benchmark
+    team = team_create(user=users["owner"], benchmark=benchmark, name="R")
+    _join(team, users["member"], users["owner"])
+    _upload(users["member"], benchmark)
+    _upload(users["member"], benchmark)
+    assert quota_remaining(user=users["owner"], benchmark=benchmark) == 3
+    team_leave(team=team, user=users["member"])
+    _join(team, users["member"], users["owner"])
+    # The team uploaded 2 today, both already on its count: 5 - 2 = 3 left, for either member.
+    assert quota_remaining(user=users["owner"], benchmark=benchmark) == 3
+    assert quota_remaining(user=users["member"], benchmark=benchmark) == 3
+    for _ in range(3):
+        _upload(users["owner"], benchmark)
+    with pytest.raises(QuotaExceeded):
+        _upload(users["member"], benchmark)
+
+
 def _round_team(benchmark, users):
     team = team_create(user=users["owner"], benchmark=benchmark, name=f"Robin {benchmark.kind}")
     _join(team, users["member"], users["owner"])

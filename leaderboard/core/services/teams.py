@@ -125,6 +125,12 @@ def _join(*, team: Team, user, how: str) -> MergeCheck:
     if other is not None:
         raise _refused(f"{user.username} is already in team {other.team.entrant.name} on {benchmark.slug}; "
                        "leave it first")
+    today = utc_day()
+    # Uploads they made today for this very team (before leaving it and joining again) are on the
+    # team's count already: what they bring along below is their count today less those.
+    start = dt.datetime.combine(today, dt.time.min, tzinfo=dt.timezone.utc)
+    counted = Submission.objects.filter(benchmark=benchmark, user=user, entrant=team.entrant,
+                                        received_at__gte=start, counts_against_limit=True).count()
     check = merge_check(team=team, user=user)
     if not check.allowed:
         raise _refused(f"joining would break the merge rule: {check.arithmetic(team.entrant.name, benchmark.daily_limit)}")
@@ -139,9 +145,8 @@ def _join(*, team: Team, user, how: str) -> MergeCheck:
         _event(team, user, TeamEvent.Kind.MERGED,
                f"merged {user.username}'s uploads alone: {check.arithmetic(team.entrant.name, benchmark.daily_limit)}"
                f"; {moved} upload{'s' if moved != 1 else ''} in rounds still open moved to the team")
-    today = utc_day()
     quota_add(benchmark=benchmark, day=today, team_id=team.pk,
-              used=quota_used(benchmark=benchmark, day=today, user_id=user.pk))
+              used=quota_used(benchmark=benchmark, day=today, user_id=user.pk) - counted)
     return check
 
 
