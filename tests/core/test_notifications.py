@@ -399,3 +399,19 @@ def test_a_resolved_rounds_mail_lists_the_teams_model_for_every_member(db, users
         assert "round 1 is resolved" in message.subject, name
         assert f"the-team (submission #{sub.pk}): rank 1 of 1" in message.text and "corr" in message.text, name
     assert smtp_server.to("outsider@example.org") == []
+
+
+def test_a_deleted_accounts_webhooks_hear_nothing_more(db, users, client, tmp_path, receiver, allow_local):
+    owner, member = users["owner"], users["member"]
+    webhook_create(user=owner, url=receiver.url.replace("/hook", "/owner"), events=["round.opened"], secret=SECRET)
+    webhook_create(user=member, url=receiver.url, events=["round.opened"], secret=SECRET)
+    client.force_login(owner)
+    assert client.post("/accounts/delete/", {"password": "pw-owner-123"}).status_code == 302
+    bench = signals_benchmark(tmp_path)
+    round_open(benchmark=bench, data=SignalsRound(60, seed=4).universe_csv(), filename="u.csv")
+    notifications_dispatch()
+    receiver.wait(1)
+    notifications_dispatch()
+    # The member still hears of the round; the deleted account's URL is never called again.
+    assert [(r.path, r.json["event"]) for r in receiver.requests] == [("/hook", "round.opened")]
+    assert not Webhook.objects.filter(user=owner).exists()
