@@ -415,3 +415,19 @@ def test_a_deleted_accounts_webhooks_hear_nothing_more(db, users, client, tmp_pa
     # The member still hears of the round; the deleted account's URL is never called again.
     assert [(r.path, r.json["event"]) for r in receiver.requests] == [("/hook", "round.opened")]
     assert not Webhook.objects.filter(user=owner).exists()
+
+
+def test_a_webhook_url_with_non_ascii_characters_is_delivered_and_never_stops_the_others(
+        db, users, tmp_path, receiver, allow_local):
+    mine = webhook_create(user=users["owner"], url=receiver.url.replace("/hook", "/café hooks"),
+                          events=["round.opened"], secret=SECRET)
+    other = webhook_create(user=users["member"], url=receiver.url, events=["round.opened"], secret=SECRET)
+    bench = signals_benchmark(tmp_path)
+    round_open(benchmark=bench, data=SignalsRound(60, seed=5).universe_csv(), filename="u.csv")
+    notifications_dispatch()
+    receiver.wait(2)
+    notifications_dispatch()
+    # The path goes out percent-encoded (RFC 3986), as a browser would send it; each attempt is logged once.
+    assert sorted(r.path for r in receiver.requests) == ["/caf%C3%A9%20hooks", "/hook"]
+    assert all(r.signature_ok(SECRET) for r in receiver.requests)
+    assert _attempts(mine) == [(1, 200, True)] and _attempts(other) == [(1, 200, True)]
