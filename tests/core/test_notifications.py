@@ -431,3 +431,34 @@ def test_a_webhook_url_with_non_ascii_characters_is_delivered_and_never_stops_th
     assert sorted(r.path for r in receiver.requests) == ["/caf%C3%A9%20hooks", "/hook"]
     assert all(r.signature_ok(SECRET) for r in receiver.requests)
     assert _attempts(mine) == [(1, 200, True)] and _attempts(other) == [(1, 200, True)]
+
+
+def test_each_post_of_a_batch_is_signed_and_logged_when_it_is_sent(db, users, api_for, tmp_path, allow_local,
+                                                                   settings):
+    # Nine webhooks, one batch, eight sending threads: the first eight receivers take 2.5 s to answer,
+    # so the ninth POST leaves about 2.5 s after the batch began. A receiver with a replay window
+    # compares X-Leaderboard-Timestamp with its own clock: each one must be the time of its own POST,
+    # and each attempt's delivered_at the time that attempt was made.
+    settings.WEBHOOK_TIMEOUT_SECONDS = 10
+    receiver = start_receiver([("sleep", 2.5)] * 8)
+    try:
+        hooks = [webhook_create(user=users["owner"], url=f"{receiver.url}?n={i}", events=["round.opened"],
+                                secret=SECRET) for i in range(9)]
+        bench = signals_benchmark(tmp_path)
+        round_open(benchmark=bench, data=SignalsRound(60, seed=5).universe_csv(), filename="u.csv")
+        notifications_dispatch()
+        requests = receiver.wait(9)
+        assert len(requests) == 9 and all(r.signature_ok(SECRET) for r in requests)
+        arrivals = sorted(r.received_at for r in requests)
+        assert arrivals[-1] - arrivals[0] >= 2  # the ninth did go out late
+        for r in requests:  # whole unix seconds: the stamp is at most a second behind the arrival
+            assert 0 <= r.received_at - int(r.headers["X-Leaderboard-Timestamp"]) < 1.5, r.path
+        api = api_for("owner")
+        for hook in hooks:
+            (row,) = api.get(f"/api/webhooks/{hook.pk}/deliveries/").json()
+            (r,) = [r for r in requests if r.path == urlsplit(hook.url).path + "?" + urlsplit(hook.url).query]
+            made = dt.datetime.fromisoformat(row["delivered_at"].replace("Z", "+00:00")).timestamp()
+            assert abs(made - r.received_at) < 1, (hook.url, row["delivered_at"])
+            assert abs(WebhookDelivery.objects.get(webhook=hook).delivered_at.timestamp() - r.received_at) < 1
+    finally:
+        receiver.close()
