@@ -379,3 +379,32 @@ def test_team_page_and_api_queries_do_not_grow_with_the_teams(client, api_for, u
             team_invite(team=team, by=users["owner"], username=f"u{i}")
         team_create(user=user, benchmark=mini_benchmark, name=f"Team {i}")
     assert counts() == few
+
+
+def test_joining_a_team_closes_the_invites_of_other_teams_of_that_benchmark(api_for, users, mini_benchmark, tmp_path):
+    owner, member, outsider = api_for("owner"), api_for("member"), api_for("outsider")
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+
+    benchmark_load_bundle(write_properties_bundle(tmp_path / "o", MINI_ROWS, slug="other-props"))
+    a = owner.post("/api/benchmarks/mini-props/teams/", {"name": "Team A"}, format="json").json()
+    b = outsider.post("/api/benchmarks/mini-props/teams/", {"name": "Team B"}, format="json").json()
+    elsewhere = owner.post("/api/benchmarks/other-props/teams/", {"name": "Team C"}, format="json").json()
+    to_a = owner.post(f"/api/teams/{a['id']}/invites/", {"username": "member"}, format="json").json()
+    to_b = outsider.post(f"/api/teams/{b['id']}/invites/", {"username": "member"}, format="json").json()
+    to_c = owner.post(f"/api/teams/{elsewhere['id']}/invites/", {"username": "member"}, format="json").json()
+    assert member.post(f"/api/invites/{to_a['id']}/accept/").status_code == 200
+    # B's invite is no longer offered (team C is on another benchmark: still pending), and B sees why.
+    assert [i["id"] for i in member.get("/api/invites/").json()] == [to_c["id"]]
+    refused = member.post(f"/api/invites/{to_b['id']}/accept/")
+    assert refused.status_code == 409
+    assert refused.json()["detail"] == "member is already in team Team A on mini-props; leave it first"
+    team_b = outsider.get(f"/api/teams/{b['id']}/").json()
+    assert team_b["invites"] == []
+    assert team_b["events"][-1]["kind"] == "declined" and "joined team Team A" in team_b["events"][-1]["detail"]
+    # Creating a team closes them too; B may invite the member again once they are free.
+    assert member.post(f"/api/teams/{a['id']}/leave/").status_code == 200
+    again = outsider.post(f"/api/teams/{b['id']}/invites/", {"username": "member"}, format="json").json()
+    assert member.post("/api/benchmarks/mini-props/teams/", {"name": "Team D"}, format="json").status_code == 201
+    assert [i["id"] for i in member.get("/api/invites/").json()] == [to_c["id"]]
+    assert member.post(f"/api/invites/{again['id']}/accept/").json()["detail"] == (
+        "member is already in team Team D on mini-props; leave it first")
