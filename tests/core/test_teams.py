@@ -408,3 +408,27 @@ def test_joining_a_team_closes_the_invites_of_other_teams_of_that_benchmark(api_
     assert [i["id"] for i in member.get("/api/invites/").json()] == [to_c["id"]]
     assert member.post(f"/api/invites/{again['id']}/accept/").json()["detail"] == (
         "member is already in team Team D on mini-props; leave it first")
+
+
+def test_a_member_naming_someone_elses_entrant_is_told_it_is_not_theirs(api_for, users, mini_benchmark):
+    from leaderboard.core.services.entrants import entrant_create
+
+    team = team_create(user=users["owner"], benchmark=mini_benchmark, name="Ab Initio")
+    _join(team, users["member"], users["owner"])
+    entrant_create(owner=users["outsider"], name="carol")
+    entrant_create(owner=users["member"], name="mine")
+    member = api_for("member")
+
+    def upload(entrant):
+        return member.post("/api/benchmarks/mini-props/submissions/", {
+            "file": SimpleUploadedFile("p.csv", submission_csv(MINI_ROWS), content_type="text/csv"),
+            "entrant": entrant}, format="multipart")
+
+    refused = upload("carol")
+    assert refused.status_code == 409
+    detail = refused.json()["detail"]
+    assert "you own no entrant called 'carol'" in detail and "leave the team" not in detail
+    assert refused.json()["errors"][0]["column"] == "entrant"
+    own = upload("mine").json()["detail"]  # their own: leaving the team is the way
+    assert "in team Ab Initio" in own and "to upload as 'mine' leave the team first" in own
+    assert not Submission.objects.filter(user=users["member"]).exists()
