@@ -462,3 +462,19 @@ def test_each_post_of_a_batch_is_signed_and_logged_when_it_is_sent(db, users, ap
             assert abs(WebhookDelivery.objects.get(webhook=hook).delivered_at.timestamp() - r.received_at) < 1
     finally:
         receiver.close()
+
+
+@pytest.mark.parametrize("secret", [12345678901234567890, ["a-secret-of-the-owner-0123456789"],
+                                    {"key": "a-secret-of-the-owner-0123456789"}, True])
+def test_a_webhook_secret_that_is_not_a_string_is_refused(db, users, api_for, receiver, allow_local, secret):
+    api = api_for("owner")
+    refused = api.post("/api/webhooks/", {"url": receiver.url, "events": ["round.opened"], "secret": secret},
+                       format="json")
+    assert refused.status_code == 400
+    (error,) = refused.json()["errors"]
+    assert error["column"] == "secret" and "string" in error["message"]
+    assert not Webhook.objects.exists()
+    made = api.post("/api/webhooks/", {"url": receiver.url, "events": ["round.opened"], "secret": SECRET},
+                    format="json")
+    assert made.status_code == 201 and "secret" not in made.json()
+    assert Webhook.objects.get().secret == SECRET

@@ -11,6 +11,8 @@ from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from scoring.errors import RowError
+
 from leaderboard.core import delivery
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
@@ -91,9 +93,12 @@ class WebhookListCreate(APIView):
         data = request.data if hasattr(request.data, "get") else {}
         events = data.getlist("events") if hasattr(data, "getlist") else data.get("events")
         secret = data.get("secret")
+        if secret is not None and not isinstance(secret, str):  # a number or a list is not taken as its text
+            return error_response([RowError("secret: give it as a string of 16 to 200 characters (or leave it "
+                                            "out and one is made)", column="secret")], 400)
         try:
             hook = webhook_create(user=request.user, url=str(data.get("url") or ""), events=events,
-                                  secret=str(secret) if secret else None)
+                                  secret=secret or None)
         except SubmissionRejected as exc:
             return error_response(exc.errors, exc.status)
         body = {"id": hook.pk, "url": hook.url, "events": hook.events}
