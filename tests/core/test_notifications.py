@@ -451,15 +451,15 @@ def test_each_post_of_a_batch_is_signed_and_logged_when_it_is_sent(db, users, ap
         assert len(requests) == 9 and all(r.signature_ok(SECRET) for r in requests)
         arrivals = sorted(r.received_at for r in requests)
         assert arrivals[-1] - arrivals[0] >= 2  # the ninth did go out late
-        for r in requests:  # whole unix seconds: the stamp is at most a second behind the arrival
-            assert 0 <= r.received_at - int(r.headers["X-Leaderboard-Timestamp"]) < 1.5, r.path
+        for r in requests:  # whole unix seconds: a stamp is a second (and the trip) behind
+            assert 0 <= r.received_at - int(r.headers["X-Leaderboard-Timestamp"]) < 2, r.path
         api = api_for("owner")
         for hook in hooks:
             (row,) = api.get(f"/api/webhooks/{hook.pk}/deliveries/").json()
             (r,) = [r for r in requests if r.path == urlsplit(hook.url).path + "?" + urlsplit(hook.url).query]
             made = dt.datetime.fromisoformat(row["delivered_at"].replace("Z", "+00:00")).timestamp()
-            assert abs(made - r.received_at) < 1, (hook.url, row["delivered_at"])
-            assert abs(WebhookDelivery.objects.get(webhook=hook).delivered_at.timestamp() - r.received_at) < 1
+            assert abs(made - r.received_at) < 1.5, (hook.url, row["delivered_at"])
+            assert abs(WebhookDelivery.objects.get(webhook=hook).delivered_at.timestamp() - r.received_at) < 1.5
     finally:
         receiver.close()
 
