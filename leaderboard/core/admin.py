@@ -432,6 +432,7 @@ class SubmissionAdmin(ShownNotEdited, admin.ModelAdmin):
     search_fields = ("entrant__name", "user__username", "audit_hash", "original_name")
     list_select_related = ("benchmark", "entrant", "user")
     readonly_fields = ("audit_hash", "size", "received_at", "started_at", "scored_at", "status_changed_at")
+    exclude = ("note",)  # the uploader's own words: never shown to anyone else, staff included
     inlines = [EventInline]
     actions = ["rescore"]
 

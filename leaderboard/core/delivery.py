@@ -38,7 +38,7 @@ from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Case, DateTimeField, F, Q, Value, When
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -274,31 +274,34 @@ def webhooks_send(*, ids: list[int]) -> int:
         if not d.webhook.is_active:
             continue
         body = json.dumps(event_payload(d.event, viewer=d.webhook.user), separators=(",", ":")).encode()
-        stamp = int(timezone.now().timestamp())
+        requests.append((d, body))
+
+    def send(item):
+        # Stamped and signed just before its own POST (a POST may wait for a thread behind slow
+        # receivers): a receiver's replay window measures from this; ``at`` is the attempt's time.
+        d, body = item
+        at = timezone.now()
+        stamp = int(at.timestamp())
         headers = {"X-Leaderboard-Event": d.event.kind, "X-Leaderboard-Delivery": str(d.event.uid),
                    "X-Leaderboard-Timestamp": str(stamp),
                    "X-Leaderboard-Signature": signature(d.webhook.secret, stamp, body)}
-        requests.append((d, body, headers))
-
-    def send(item):
-        d, body, headers = item
-        return d, post(d.webhook.url, body, headers, timeout=timeout, allow_private=allow_private)
+        return d, at, post(d.webhook.url, body, headers, timeout=timeout, allow_private=allow_private)
 
     with ThreadPoolExecutor(max_workers=min(SEND_THREADS, max(1, len(requests)))) as pool:
         outcomes = list(pool.map(send, requests))
     delivered = 0
     now = timezone.now()
-    attempts, ok_hooks, failed_hooks, ok_ids = [], set(), set(), []
+    attempts, ok_hooks, failed_hooks, ok_at = [], set(), set(), {}
     with transaction.atomic():
-        for d, outcome in outcomes:
+        for d, at, outcome in outcomes:
             d.attempts += 1
             attempts.append(WebhookAttempt(delivery=d, attempt=d.attempts, status_code=outcome.status_code,
-                                           ok=outcome.ok, error=outcome.error[:2000], at=now,
+                                           ok=outcome.ok, error=outcome.error[:2000], at=at,
                                            duration_ms=outcome.duration_ms))
             fields = {"attempts": d.attempts, "claim": "", "claimed_at": None}
             if outcome.ok:  # written together below: one UPDATE for the batch's successes
                 ok_hooks.add(d.webhook_id)
-                ok_ids.append(d.pk)
+                ok_at[d.pk] = at
                 delivered += 1
                 continue
             else:
@@ -308,9 +311,11 @@ def webhooks_send(*, ids: list[int]) -> int:
                 else:
                     fields["next_attempt_at"] = now + _backoff(d.attempts)
             WebhookDelivery.objects.filter(pk=d.pk, claim=token).update(**fields)
-        WebhookDelivery.objects.filter(pk__in=ok_ids, claim=token).update(
-            state=WebhookDelivery.State.DELIVERED, delivered_at=now, attempts=F("attempts") + 1, claim="",
-            claimed_at=None)
+        if ok_at:
+            WebhookDelivery.objects.filter(pk__in=list(ok_at), claim=token).update(
+                state=WebhookDelivery.State.DELIVERED, attempts=F("attempts") + 1, claim="", claimed_at=None,
+                delivered_at=Case(*(When(pk=pk, then=Value(at)) for pk, at in ok_at.items()),
+                                  output_field=DateTimeField()))
         WebhookAttempt.objects.bulk_create(attempts, ignore_conflicts=True)
         WebhookDelivery.objects.filter(claim=token).update(claim="", claimed_at=None)  # skipped (disabled)
         Webhook.objects.filter(pk__in=ok_hooks).update(failing_since=None)

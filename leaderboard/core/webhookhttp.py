@@ -18,9 +18,10 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 USER_AGENT = "leaderboard-webhooks/1"
+URL_SAFE = "/%:@!$&'()*+,;=-._~?"  # RFC 3986's reserved and unreserved characters, and escapes
 MAX_ANSWER_BYTES = 4096
 
 
@@ -53,6 +54,8 @@ def resolve_checked(host: str, port: int, *, allow_private: bool) -> str:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise Refused(f"{host} does not resolve ({exc.strerror})") from None
+    except UnicodeError:  # a label over 63 characters, or an empty one: no name the DNS can hold
+        raise Refused(f"{host} is not a host name the DNS can resolve") from None
     addresses = [str(info[4][0]) for info in infos]
     if not allow_private:
         for ip in addresses:
@@ -110,7 +113,9 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float, allo
         return done(None, str(exc))
     cls = _PinnedHTTPSConnection if https else _PinnedHTTPConnection
     conn = cls(host, port, ip=ip, timeout=timeout)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    # Characters a request line cannot carry (non-ASCII, spaces) go percent-encoded, as a browser sends
+    # them; escapes already there are kept.
+    path = quote(parts.path or "/", safe=URL_SAFE) + (f"?{quote(parts.query, safe=URL_SAFE)}" if parts.query else "")
     try:
         conn.request("POST", path, body=body, headers={"Content-Type": "application/json",
                                                         "User-Agent": USER_AGENT, **headers})
@@ -127,6 +132,8 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float, allo
     except TimeoutError:
         return done(None, f"no answer within {timeout:g} s")
     except (OSError, http.client.HTTPException) as exc:
+        return done(None, f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # anything else is this delivery's failure, never the batch's
         return done(None, f"{type(exc).__name__}: {exc}")
     finally:
         conn.close()

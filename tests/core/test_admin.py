@@ -97,6 +97,17 @@ def test_admin_shows_a_submission_but_never_edits_its_status(client, users, mini
         assert client.get(f"/admin/core/{model}/add/").status_code == 403, model
 
 
+def test_admin_shows_a_submission_but_never_its_uploaders_note(client, users, mini_benchmark):
+    sub = submission_create(user=users["owner"], benchmark=mini_benchmark, data=submission_csv(MINI_ROWS),
+                            filename="p.csv", note="tried the wider window, private to me").submission
+    client.force_login(users["organiser"])
+    page = client.get(f"/admin/core/submission/{sub.pk}/change/").content.decode()
+    assert sub.audit_hash in page
+    # Staff see the submission, never its note (docs/api.md), in the admin as on the site and the API.
+    assert "wider window" not in page
+    assert "wider window" not in client.get(f"/submissions/{sub.pk}/").content.decode()
+
+
 def test_admin_adds_no_round_and_moves_status_and_deadline_through_the_services(client, users, mini_benchmark):
     import datetime as dt
 

@@ -34,5 +34,34 @@ def test_api_404_of_a_submission_says_what_was_not_found(mini_benchmark, api_for
     assert resp.status_code == 404 and resp.json()["detail"].startswith(f"no submission {pk} of yours")
 
 
+def test_api_404_of_an_invite_a_webhook_a_delivery_or_a_team_says_what_was_not_found(
+        mini_benchmark, api_for, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    owner, member, outsider = api_for("owner"), api_for("member"), api_for("outsider")
+    team = owner.post(f"/api/benchmarks/{mini_benchmark.slug}/teams/", {"name": "Crew"}, format="json").json()
+    invite = owner.post(f"/api/teams/{team['id']}/invites/", {"username": "member"}, format="json").json()["id"]
+    hook = owner.post("/api/webhooks/", {"url": "http://127.0.0.1:9/hook", "events": ["round.opened"]},
+                      format="json").json()["id"]
+    asked = [  # (client, method, path, what the answer must begin with): someone else's, and none at all
+        (outsider, "post", f"/api/invites/{invite}/accept/", f"no invite {invite} of yours"),
+        (outsider, "post", f"/api/invites/{invite}/decline/", f"no invite {invite} of yours"),
+        (member, "post", f"/api/invites/{invite + 1000}/accept/", f"no invite {invite + 1000} of yours"),
+        (member, "get", f"/api/webhooks/{hook}/", f"no webhook {hook} of yours"),
+        (owner, "delete", f"/api/webhooks/{hook + 1000}/", f"no webhook {hook + 1000} of yours"),
+        (member, "get", f"/api/webhooks/{hook}/deliveries/", f"no webhook {hook} of yours"),
+        (member, "post", f"/api/webhooks/{hook}/deliveries/1/redeliver/", f"no webhook {hook} of yours"),
+        (owner, "post", f"/api/webhooks/{hook}/deliveries/999/redeliver/", f"webhook {hook} has no delivery 999"),
+        (owner, "get", f"/api/teams/{team['id'] + 1000}/", f"no team {team['id'] + 1000}"),
+        (outsider, "post", f"/api/teams/{team['id'] + 1000}/leave/", f"no team {team['id'] + 1000}"),
+    ]
+    for client, method, path, begins in asked:
+        resp = getattr(client, method)(path)
+        body = resp.json()
+        assert resp.status_code == 404, path
+        assert body["detail"].startswith(begins), (path, body["detail"])
+        assert body["errors"] == [{"row": None, "column": None, "message": body["detail"]}]
+    assert member.get("/api/webhooks/").json() == [] and owner.get(f"/api/webhooks/{hook}/").status_code == 200
+
+
 def _file():
     return SimpleUploadedFile("p.csv", submission_csv(MINI_ROWS), content_type="text/csv")

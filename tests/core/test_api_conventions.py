@@ -144,6 +144,16 @@ def test_api_ratelimit_and_daily_headers(mini_benchmark, api_for, settings):
         (202, "5", "4"), (202, "5", "3"), (202, "5", "2"), (202, "5", "1"), (202, "5", "0"), (429, "5", "0")]
 
 
+@pytest.mark.parametrize("body", ['{"predictions": [', '{"predictions": [], "note": "a\\u0000b"}'])
+def test_an_upload_whose_body_cannot_be_read_still_tells_the_daily_quota(mini_benchmark, api_for, body):
+    owner = api_for("owner")
+    assert _upload(owner, mini_benchmark).status_code == 202  # 4 of 5 left
+    resp = owner.post(_url(mini_benchmark), body, content_type="application/json")
+    assert resp.status_code == 400 and resp.json()["errors"]
+    # docs/api.md: every answer to an upload (202, 400, 409, 429) carries the quota; nothing was counted.
+    assert (resp["X-Daily-Limit"], resp["X-Daily-Remaining"], resp.json()["remaining_today"]) == ("5", "4", 4)
+
+
 def test_api_answers_carry_the_oldest_client_they_serve(mini_benchmark, client, settings):
     settings.MIN_CLIENT_VERSION = "0.3.1"
     assert client.get("/api/benchmarks/")["X-Min-Client-Version"] == "0.3.1"

@@ -399,3 +399,82 @@ def test_a_resolved_rounds_mail_lists_the_teams_model_for_every_member(db, users
         assert "round 1 is resolved" in message.subject, name
         assert f"the-team (submission #{sub.pk}): rank 1 of 1" in message.text and "corr" in message.text, name
     assert smtp_server.to("outsider@example.org") == []
+
+
+def test_a_deleted_accounts_webhooks_hear_nothing_more(db, users, client, tmp_path, receiver, allow_local):
+    owner, member = users["owner"], users["member"]
+    webhook_create(user=owner, url=receiver.url.replace("/hook", "/owner"), events=["round.opened"], secret=SECRET)
+    webhook_create(user=member, url=receiver.url, events=["round.opened"], secret=SECRET)
+    client.force_login(owner)
+    assert client.post("/accounts/delete/", {"password": "pw-owner-123"}).status_code == 302
+    bench = signals_benchmark(tmp_path)
+    round_open(benchmark=bench, data=SignalsRound(60, seed=4).universe_csv(), filename="u.csv")
+    notifications_dispatch()
+    receiver.wait(1)
+    notifications_dispatch()
+    # The member still hears of the round; the deleted account's URL is never called again.
+    assert [(r.path, r.json["event"]) for r in receiver.requests] == [("/hook", "round.opened")]
+    assert not Webhook.objects.filter(user=owner).exists()
+
+
+def test_a_webhook_url_with_non_ascii_characters_is_delivered_and_never_stops_the_others(
+        db, users, tmp_path, receiver, allow_local):
+    mine = webhook_create(user=users["owner"], url=receiver.url.replace("/hook", "/café hooks"),
+                          events=["round.opened"], secret=SECRET)
+    other = webhook_create(user=users["member"], url=receiver.url, events=["round.opened"], secret=SECRET)
+    bench = signals_benchmark(tmp_path)
+    round_open(benchmark=bench, data=SignalsRound(60, seed=5).universe_csv(), filename="u.csv")
+    notifications_dispatch()
+    receiver.wait(2)
+    notifications_dispatch()
+    # The path goes out percent-encoded (RFC 3986), as a browser would send it; each attempt is logged once.
+    assert sorted(r.path for r in receiver.requests) == ["/caf%C3%A9%20hooks", "/hook"]
+    assert all(r.signature_ok(SECRET) for r in receiver.requests)
+    assert _attempts(mine) == [(1, 200, True)] and _attempts(other) == [(1, 200, True)]
+
+
+def test_each_post_of_a_batch_is_signed_and_logged_when_it_is_sent(db, users, api_for, tmp_path, allow_local,
+                                                                   settings):
+    # Nine webhooks, one batch, eight sending threads: the first eight receivers take 2.5 s to answer,
+    # so the ninth POST leaves about 2.5 s after the batch began. A receiver with a replay window
+    # compares X-Leaderboard-Timestamp with its own clock: each one must be the time of its own POST,
+    # and each attempt's delivered_at the time that attempt was made.
+    settings.WEBHOOK_TIMEOUT_SECONDS = 10
+    receiver = start_receiver([("sleep", 2.5)] * 8)
+    try:
+        hooks = [webhook_create(user=users["owner"], url=f"{receiver.url}?n={i}", events=["round.opened"],
+                                secret=SECRET) for i in range(9)]
+        bench = signals_benchmark(tmp_path)
+        round_open(benchmark=bench, data=SignalsRound(60, seed=5).universe_csv(), filename="u.csv")
+        notifications_dispatch()
+        requests = receiver.wait(9)
+        assert len(requests) == 9 and all(r.signature_ok(SECRET) for r in requests)
+        arrivals = sorted(r.received_at for r in requests)
+        assert arrivals[-1] - arrivals[0] >= 2  # the ninth did go out late
+        for r in requests:  # whole unix seconds: a stamp is a second (and the trip) behind
+            assert 0 <= r.received_at - int(r.headers["X-Leaderboard-Timestamp"]) < 2, r.path
+        api = api_for("owner")
+        for hook in hooks:
+            (row,) = api.get(f"/api/webhooks/{hook.pk}/deliveries/").json()
+            (r,) = [r for r in requests if r.path == urlsplit(hook.url).path + "?" + urlsplit(hook.url).query]
+            made = dt.datetime.fromisoformat(row["delivered_at"].replace("Z", "+00:00")).timestamp()
+            assert abs(made - r.received_at) < 1.5, (hook.url, row["delivered_at"])
+            assert abs(WebhookDelivery.objects.get(webhook=hook).delivered_at.timestamp() - r.received_at) < 1.5
+    finally:
+        receiver.close()
+
+
+@pytest.mark.parametrize("secret", [12345678901234567890, ["a-secret-of-the-owner-0123456789"],
+                                    {"key": "a-secret-of-the-owner-0123456789"}, True])
+def test_a_webhook_secret_that_is_not_a_string_is_refused(db, users, api_for, receiver, allow_local, secret):
+    api = api_for("owner")
+    refused = api.post("/api/webhooks/", {"url": receiver.url, "events": ["round.opened"], "secret": secret},
+                       format="json")
+    assert refused.status_code == 400
+    (error,) = refused.json()["errors"]
+    assert error["column"] == "secret" and "string" in error["message"]
+    assert not Webhook.objects.exists()
+    made = api.post("/api/webhooks/", {"url": receiver.url, "events": ["round.opened"], "secret": SECRET},
+                    format="json")
+    assert made.status_code == 201 and "secret" not in made.json()
+    assert Webhook.objects.get().secret == SECRET

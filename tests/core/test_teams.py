@@ -101,6 +101,24 @@ def test_a_member_uploads_as_the_team_and_every_member_sees_and_selects(api_for,
     assert "by member" in client.get("/submissions/").content.decode()
 
 
+def test_a_member_who_left_no_longer_chooses_the_teams_final_submission(api_for, users, mini_benchmark):
+    team = team_create(user=users["owner"], benchmark=mini_benchmark, name="Ab Initio")
+    _join(team, users["member"], users["owner"])
+    first, second = _upload(users["member"], mini_benchmark), _upload(users["owner"], mini_benchmark)
+    for sub in (first, second):
+        submission_score(submission_id=sub.pk)
+    owner, member = api_for("owner"), api_for("member")
+    assert owner.post(f"/api/submissions/{second.pk}/select/").status_code == 200
+    assert member.post(f"/api/teams/{team.pk}/leave/").status_code == 200
+    # The upload was theirs, but the team's final choice is the team's business now.
+    refused = member.post(f"/api/submissions/{first.pk}/select/")
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == ("only the members of team Ab Initio may choose its final submission: "
+                                        "you are not in the team any more")
+    assert list(Submission.objects.filter(is_selected=True).values_list("pk", flat=True)) == [second.pk]
+    assert owner.post(f"/api/submissions/{first.pk}/select/").status_code == 200
+
+
 def test_refusals_say_why_full_team_and_past_the_deadline(tmp_path, users):
     import json
 
@@ -211,6 +229,27 @@ def test_joining_brings_todays_uploads_into_the_team_limit_and_leaving_keeps_you
     # Alone again: their own row counts the 1 upload alone and the 1 made for the team today.
     assert quota_remaining(user=users["member"], benchmark=benchmark) == 1
     assert DailyQuota.objects.get(team=team).used == 3
+
+
+def test_leaving_and_joining_again_does_not_count_the_teams_uploads_twice(tmp_path, users):
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+
+    benchmark = benchmark_load_bundle(write_properties_bundle(tmp_path / "r", MINI_ROWS, slug="rejoin",
+                                                              daily_limit=5)).benchmark
+    team = team_create(user=users["owner"], benchmark=benchmark, name="R")
+    _join(team, users["member"], users["owner"])
+    _upload(users["member"], benchmark)
+    _upload(users["member"], benchmark)
+    assert quota_remaining(user=users["owner"], benchmark=benchmark) == 3
+    team_leave(team=team, user=users["member"])
+    _join(team, users["member"], users["owner"])
+    # The team uploaded 2 today, both already on its count: 5 - 2 = 3 left, for either member.
+    assert quota_remaining(user=users["owner"], benchmark=benchmark) == 3
+    assert quota_remaining(user=users["member"], benchmark=benchmark) == 3
+    for _ in range(3):
+        _upload(users["owner"], benchmark)
+    with pytest.raises(QuotaExceeded):
+        _upload(users["member"], benchmark)
 
 
 def _round_team(benchmark, users):
@@ -340,3 +379,56 @@ def test_team_page_and_api_queries_do_not_grow_with_the_teams(client, api_for, u
             team_invite(team=team, by=users["owner"], username=f"u{i}")
         team_create(user=user, benchmark=mini_benchmark, name=f"Team {i}")
     assert counts() == few
+
+
+def test_joining_a_team_closes_the_invites_of_other_teams_of_that_benchmark(api_for, users, mini_benchmark, tmp_path):
+    owner, member, outsider = api_for("owner"), api_for("member"), api_for("outsider")
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+
+    benchmark_load_bundle(write_properties_bundle(tmp_path / "o", MINI_ROWS, slug="other-props"))
+    a = owner.post("/api/benchmarks/mini-props/teams/", {"name": "Team A"}, format="json").json()
+    b = outsider.post("/api/benchmarks/mini-props/teams/", {"name": "Team B"}, format="json").json()
+    elsewhere = owner.post("/api/benchmarks/other-props/teams/", {"name": "Team C"}, format="json").json()
+    to_a = owner.post(f"/api/teams/{a['id']}/invites/", {"username": "member"}, format="json").json()
+    to_b = outsider.post(f"/api/teams/{b['id']}/invites/", {"username": "member"}, format="json").json()
+    to_c = owner.post(f"/api/teams/{elsewhere['id']}/invites/", {"username": "member"}, format="json").json()
+    assert member.post(f"/api/invites/{to_a['id']}/accept/").status_code == 200
+    # B's invite is no longer offered (team C is on another benchmark: still pending), and B sees why.
+    assert [i["id"] for i in member.get("/api/invites/").json()] == [to_c["id"]]
+    refused = member.post(f"/api/invites/{to_b['id']}/accept/")
+    assert refused.status_code == 409
+    assert refused.json()["detail"] == "member is already in team Team A on mini-props; leave it first"
+    team_b = outsider.get(f"/api/teams/{b['id']}/").json()
+    assert team_b["invites"] == []
+    assert team_b["events"][-1]["kind"] == "declined" and "joined team Team A" in team_b["events"][-1]["detail"]
+    # Creating a team closes them too; B may invite the member again once they are free.
+    assert member.post(f"/api/teams/{a['id']}/leave/").status_code == 200
+    again = outsider.post(f"/api/teams/{b['id']}/invites/", {"username": "member"}, format="json").json()
+    assert member.post("/api/benchmarks/mini-props/teams/", {"name": "Team D"}, format="json").status_code == 201
+    assert [i["id"] for i in member.get("/api/invites/").json()] == [to_c["id"]]
+    assert member.post(f"/api/invites/{again['id']}/accept/").json()["detail"] == (
+        "member is already in team Team D on mini-props; leave it first")
+
+
+def test_a_member_naming_someone_elses_entrant_is_told_it_is_not_theirs(api_for, users, mini_benchmark):
+    from leaderboard.core.services.entrants import entrant_create
+
+    team = team_create(user=users["owner"], benchmark=mini_benchmark, name="Ab Initio")
+    _join(team, users["member"], users["owner"])
+    entrant_create(owner=users["outsider"], name="carol")
+    entrant_create(owner=users["member"], name="mine")
+    member = api_for("member")
+
+    def upload(entrant):
+        return member.post("/api/benchmarks/mini-props/submissions/", {
+            "file": SimpleUploadedFile("p.csv", submission_csv(MINI_ROWS), content_type="text/csv"),
+            "entrant": entrant}, format="multipart")
+
+    refused = upload("carol")
+    assert refused.status_code == 409
+    detail = refused.json()["detail"]
+    assert "you own no entrant called 'carol'" in detail and "leave the team" not in detail
+    assert refused.json()["errors"][0]["column"] == "entrant"
+    own = upload("mine").json()["detail"]  # their own: leaving the team is the way
+    assert "in team Ab Initio" in own and "to upload as 'mine' leave the team first" in own
+    assert not Submission.objects.filter(user=users["member"]).exists()

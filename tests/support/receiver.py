@@ -20,6 +20,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: bytes
+    received_at: float = 0.0  # unix seconds, the receiver's clock when the request arrived
 
     @property
     def json(self) -> Any:
@@ -68,7 +69,7 @@ def start_receiver(script: list | None = None) -> Receiver:
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with receiver.lock:
-                receiver.requests.append(Request(self.path, dict(self.headers.items()), body))
+                receiver.requests.append(Request(self.path, dict(self.headers.items()), body, time.time()))
                 step = receiver.script.pop(0) if receiver.script else 200
             if isinstance(step, tuple) and step[0] == "sleep":
                 time.sleep(step[1])

@@ -5,7 +5,7 @@ The same services as the team page (``leaderboard/core/services/teams.py``); a r
 """
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, status
 from rest_framework.response import Response
@@ -33,8 +33,12 @@ def _text_field(request, name: str):
 
 def _team(request, pk) -> Team:
     """A team of a benchmark the caller may see (404 otherwise)."""
-    return get_object_or_404(Team.objects.select_related("entrant", "benchmark")
-                             .filter(benchmark__in=selectors.benchmarks_for(request.user)), pk=pk)
+    team = (Team.objects.select_related("entrant", "benchmark")
+            .filter(benchmark__in=selectors.benchmarks_for(request.user), pk=pk).first())
+    if team is None:
+        raise Http404(f"no team {pk}: it does not exist, or its benchmark is not open to you "
+                      "(GET /api/benchmarks/{slug}/teams/ lists a benchmark's teams)")
+    return team
 
 
 class TeamListCreate(APIView):
@@ -107,7 +111,10 @@ class InviteList(APIView):
 
 
 def _invite_id(request, pk) -> int:
-    return get_object_or_404(TeamInvite.objects.filter(user=request.user), pk=pk).pk
+    if not TeamInvite.objects.filter(user=request.user, pk=pk).exists():
+        raise Http404(f"no invite {pk} of yours: it does not exist, or it was sent to someone else "
+                      "(GET /api/invites/ lists your pending invites)")
+    return int(pk)
 
 
 class InviteAccept(APIView):

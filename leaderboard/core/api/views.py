@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -22,7 +22,7 @@ from scoring.errors import RowError
 from leaderboard.core import selectors
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
-from leaderboard.core.api.parsers import CheckedJSONParser
+from leaderboard.core.api.parsers import CheckedJSONParser, InputRejected
 from leaderboard.core.boardcache import cached_read, public_read, public_read_keys
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.models import Benchmark, Entrant, Submission, TeamMembership
@@ -486,6 +486,13 @@ class SubmissionCreateOrList(APIView):
     )
     def post(self, request, slug):
         b = _benchmark(request, slug)
+        try:
+            request.data  # noqa: B018 -- parsed here, so that a body that cannot be read is answered below
+        except (ParseError, InputRejected) as exc:
+            remaining = quota_remaining(user=request.user, benchmark=b)
+            errors = exc.errors if isinstance(exc, InputRejected) else [RowError(str(exc.detail))]
+            return error_response(errors, status.HTTP_400_BAD_REQUEST,
+                                  headers=daily_headers(b.daily_limit, remaining), remaining_today=remaining)
         entrant = request.data.get("entrant") if hasattr(request.data, "get") else None
         round_number = request.data.get("round") if hasattr(request.data, "get") else None
         kwargs = {"round_number": round_number} if round_number not in (None, "") else {}

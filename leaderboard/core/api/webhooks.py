@@ -5,11 +5,13 @@ and the same reads (``leaderboard/core/delivery.py``). A caller sees only their 
 """
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from scoring.errors import RowError
 
 from leaderboard.core import delivery
 from leaderboard.core.api import serializers as s
@@ -65,6 +67,14 @@ class RedeliveredSerializer(serializers.Serializer):
     state = serializers.CharField()
 
 
+def _own_webhook(request, pk) -> Webhook:
+    hook = Webhook.objects.filter(pk=pk, user=request.user).first()
+    if hook is None:
+        raise Http404(f"no webhook {pk} of yours: it does not exist, or it belongs to another account "
+                      "(GET /api/webhooks/ lists yours)")
+    return hook
+
+
 def _view(hook: Webhook) -> dict:
     return {"id": hook.pk, "url": hook.url, "events": hook.events, "active": hook.is_active,
             "disabled_at": hook.disabled_at, "disabled_reason": hook.disabled_reason, "created_at": hook.created_at}
@@ -83,9 +93,12 @@ class WebhookListCreate(APIView):
         data = request.data if hasattr(request.data, "get") else {}
         events = data.getlist("events") if hasattr(data, "getlist") else data.get("events")
         secret = data.get("secret")
+        if secret is not None and not isinstance(secret, str):  # a number or a list is not taken as its text
+            return error_response([RowError("secret: give it as a string of 16 to 200 characters (or leave it "
+                                            "out and one is made)", column="secret")], 400)
         try:
             hook = webhook_create(user=request.user, url=str(data.get("url") or ""), events=events,
-                                  secret=str(secret) if secret else None)
+                                  secret=secret or None)
         except SubmissionRejected as exc:
             return error_response(exc.errors, exc.status)
         body = {"id": hook.pk, "url": hook.url, "events": hook.events}
@@ -99,11 +112,11 @@ class WebhookDetail(APIView):
 
     @extend_schema(responses={200: WebhookSerializer, 404: s.ErrorsSerializer}, summary="One of the caller's webhooks")
     def get(self, request, pk):
-        return Response(_view(get_object_or_404(Webhook, pk=pk, user=request.user)))
+        return Response(_view(_own_webhook(request, pk)))
 
     @extend_schema(request=None, responses={204: None, 404: s.ErrorsSerializer}, summary="Remove a webhook and its log")
     def delete(self, request, pk):
-        webhook_remove(webhook=get_object_or_404(Webhook, pk=pk, user=request.user))
+        webhook_remove(webhook=_own_webhook(request, pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -114,7 +127,7 @@ class WebhookDeliveries(APIView):
                    summary="Every attempt (newest first, at most 500): event, status_code, attempt, "
                            "delivered_at, error")
     def get(self, request, pk):
-        hook = get_object_or_404(Webhook, pk=pk, user=request.user)
+        hook = _own_webhook(request, pk)
         return Response(delivery.webhook_attempts(hook, limit=500))
 
 
@@ -124,6 +137,10 @@ class WebhookRedeliver(APIView):
     @extend_schema(request=None, responses={202: RedeliveredSerializer, 404: s.ErrorsSerializer},
                    summary="Send a delivery again now, whatever became of it")
     def post(self, request, pk, delivery_id):
-        found = get_object_or_404(WebhookDelivery, pk=delivery_id, webhook__pk=pk, webhook__user=request.user)
+        hook = _own_webhook(request, pk)
+        found = WebhookDelivery.objects.filter(pk=delivery_id, webhook=hook).first()
+        if found is None:
+            raise Http404(f"webhook {pk} has no delivery {delivery_id} (GET /api/webhooks/{pk}/deliveries/ "
+                          "lists its attempts, each with its delivery)")
         delivery_redeliver(delivery=found)
         return Response({"delivery": found.pk, "state": WebhookDelivery.State.PENDING}, status=status.HTTP_202_ACCEPTED)

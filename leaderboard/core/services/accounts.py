@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from leaderboard.core.boardcache import boards_changed
-from leaderboard.core.models import ApiToken, Entrant, LeaderboardRow, StandingRow
+from leaderboard.core.models import ApiToken, Entrant, LeaderboardRow, StandingRow, Webhook
 from leaderboard.core.services.teams import teams_leave_all
 
 
@@ -42,7 +42,7 @@ def account_delete(*, user) -> None:
     neutral name (``former-entrant-<id>``), its submissions and scores stay. What is
     personal goes: the username becomes ``deleted-<id>-<random>``; email addresses,
     names and the password go (which also ends every session); API tokens are deleted;
-    the account can no longer log in; it leaves its teams (an audit event of each) and
+    its webhooks (with their logs) are removed; the account can no longer log in; it leaves its teams (an audit event of each) and
     its pending invites are declined.
     """
     with transaction.atomic():
@@ -52,6 +52,7 @@ def account_delete(*, user) -> None:
         for pk in entrants:
             Entrant.objects.filter(pk=pk).update(name=f"former-entrant-{pk}", description="")
         ApiToken.objects.filter(user=user).delete()
+        Webhook.objects.filter(user=user).delete()  # with their deliveries: no event goes out any more
         EmailAddress.objects.filter(user=user).delete()
         user.username = f"deleted-{user.pk}-{secrets.token_hex(4)}"
         user.email = user.first_name = user.last_name = ""

@@ -95,10 +95,17 @@ def entrant_resolve(user, entrant: str | int | None, *, benchmark=None) -> Entra
     if team is not None:
         if entrant in (None, "") or str(entrant) in (team.entrant.name, str(team.entrant_id)):
             return team.entrant
-        raise SubmissionRejected([RowError(
-            f"you compete on {benchmark.slug} in team {team.entrant.name}: your uploads there count for the team "
-            f"(send no entrant, or {team.entrant.name!r}); to upload as {entrant!r} leave the team first",
-            column="entrant")], status=409)
+        where = (f"you compete on {benchmark.slug} in team {team.entrant.name}: your uploads there count for the "
+                 f"team (send no entrant, or {team.entrant.name!r})")
+        text = str(entrant)
+        own = Entrant.objects.filter(owner=user, team__isnull=True)
+        if isinstance(entrant, (str, int)) and not isinstance(entrant, bool) and (
+                own.filter(name=text).exists()
+                or (text.isascii() and text.isdigit() and len(text) < 19 and own.filter(pk=int(text)).exists())):
+            message = f"{where}; to upload as {entrant!r} leave the team first"
+        else:
+            message = f"you own no entrant called {entrant!r}; {where}"
+        raise SubmissionRejected([RowError(message, column="entrant")], status=409)
     if entrant in (None, ""):
         return entrant_default(user)
     if isinstance(entrant, bool) or not isinstance(entrant, (str, int)):

@@ -336,11 +336,13 @@ def _json_safe(row: dict) -> dict:
 
 
 def submission_selectable_by(submission: Submission, user) -> bool:
-    """The uploader, the entrant's owner, or any member of the entrant's team (every member may
-    choose the team's final submission)."""
-    return (submission.user_id == user.pk or (submission.entrant.owner_id == user.pk
-                                               and not Team.objects.filter(entrant_id=submission.entrant_id).exists())
-            or Team.objects.filter(entrant_id=submission.entrant_id, memberships__user=user).exists())
+    """A team's submission: any member of the team now (every member may choose the team's final
+    submission; one who left, its uploader included, no longer may). Any other: its uploader or
+    the entrant's owner."""
+    team = Team.objects.filter(entrant_id=submission.entrant_id).first()
+    if team is not None:
+        return team.memberships.filter(user=user).exists()
+    return submission.user_id == user.pk or submission.entrant.owner_id == user.pk
 
 
 def submission_select(*, submission: Submission, user) -> None:
@@ -351,7 +353,10 @@ def submission_select(*, submission: Submission, user) -> None:
     the submission is not scored.
     """
     if not submission_selectable_by(submission, user):
-        raise PermissionError("only the owner or a member of its team can select a submission")
+        team = Team.objects.select_related("entrant").filter(entrant_id=submission.entrant_id).first()
+        who = f"the members of team {team.entrant.name}" if team else "its owner"
+        raise SubmissionRejected([RowError(f"only {who} may choose its final submission"
+                                           + (": you are not in the team any more" if team else ""))], status=403)
     not_scored = SubmissionRejected([RowError("only a scored submission can be selected")], status=409)
     if submission.status != Status.SCORED:
         raise not_scored

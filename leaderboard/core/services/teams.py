@@ -125,6 +125,12 @@ def _join(*, team: Team, user, how: str) -> MergeCheck:
     if other is not None:
         raise _refused(f"{user.username} is already in team {other.team.entrant.name} on {benchmark.slug}; "
                        "leave it first")
+    today = utc_day()
+    # Uploads they made today for this very team (before leaving it and joining again) are on the
+    # team's count already: what they bring along below is their count today less those.
+    start = dt.datetime.combine(today, dt.time.min, tzinfo=dt.timezone.utc)
+    counted = Submission.objects.filter(benchmark=benchmark, user=user, entrant=team.entrant,
+                                        received_at__gte=start, counts_against_limit=True).count()
     check = merge_check(team=team, user=user)
     if not check.allowed:
         raise _refused(f"joining would break the merge rule: {check.arithmetic(team.entrant.name, benchmark.daily_limit)}")
@@ -134,14 +140,20 @@ def _join(*, team: Team, user, how: str) -> MergeCheck:
     except IntegrityError:
         raise _refused(f"{user.username} is already in a team on {benchmark.slug}") from None
     _event(team, user, TeamEvent.Kind.JOINED, how)
+    # In a team now, they can accept no other team's invite on this benchmark: those are closed
+    # (declined, as deleting an account does), each team's log saying why; they may be invited again later.
+    for other_invite in (TeamInvite.objects.select_related("team").filter(
+            user=user, status=Invite.PENDING, team__benchmark=benchmark).exclude(team=team)):
+        TeamInvite.objects.filter(pk=other_invite.pk).update(status=Invite.DECLINED, answered_at=timezone.now())
+        _event(other_invite.team, user, TeamEvent.Kind.DECLINED,
+               f"{user.username}'s invite closed: they joined team {team.entrant.name}")
     if check.own_count:
         moved = _move_uploads(team=team, user=user)
         _event(team, user, TeamEvent.Kind.MERGED,
                f"merged {user.username}'s uploads alone: {check.arithmetic(team.entrant.name, benchmark.daily_limit)}"
                f"; {moved} upload{'s' if moved != 1 else ''} in rounds still open moved to the team")
-    today = utc_day()
     quota_add(benchmark=benchmark, day=today, team_id=team.pk,
-              used=quota_used(benchmark=benchmark, day=today, user_id=user.pk))
+              used=quota_used(benchmark=benchmark, day=today, user_id=user.pk) - counted)
     return check
 
 
@@ -229,12 +241,17 @@ def _size_refusal(team: Team) -> None:
                            f"(team_size_max of {team.benchmark.slug})")
 
 
-def _pending(invite_id: int, user) -> TeamInvite:
+def _pending(invite_id: int, user, *, accepting: bool = False) -> TeamInvite:
     invite = (TeamInvite.objects.select_related("team__entrant", "team__benchmark")
               .select_for_update(of=("self",)).filter(pk=invite_id).first())
     if invite is None or invite.user_id != user.pk:
         raise _refused("no such invite of yours", status=404)
     if invite.status != Invite.PENDING:
+        other = (TeamMembership.objects.select_related("team__entrant")
+                 .filter(user=user, benchmark_id=invite.team.benchmark_id).exclude(team=invite.team).first())
+        if accepting and invite.status == Invite.DECLINED and other is not None:  # closed when they joined it
+            raise _refused(f"{user.username} is already in team {other.team.entrant.name} on "
+                           f"{invite.team.benchmark.slug}; leave it first")
         raise _refused(f"this invite was {invite.status} already")
     return invite
 
@@ -244,7 +261,7 @@ def invite_accept(*, invite_id: int, user) -> Team:
     user is in another team of the benchmark, or the merge rule (with its arithmetic)."""
     with transaction.atomic():
         _lock_user(user.pk)
-        invite = _pending(invite_id, user)
+        invite = _pending(invite_id, user, accepting=True)
         team = Team.objects.select_for_update().select_related("entrant", "benchmark").get(pk=invite.team_id)
         _deadline_refusal(team.benchmark, "no one can join a team any more")
         _size_refusal(team)
