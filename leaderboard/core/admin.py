@@ -68,6 +68,11 @@ class RoundForm(forms.ModelForm):
         closes_at = self.cleaned_data.get("closes_at")
         if self.instance.pk is not None:
             stored = m.Round.objects.select_related("benchmark").get(pk=self.instance.pk)
+            # The page shows the deadline to the second; sent back as shown, it is not moved
+            # (closing stamps it with the moment it closed, microseconds included).
+            if closes_at is not None and stored.closes_at is not None \
+                    and closes_at == stored.closes_at.replace(microsecond=0):
+                return stored.closes_at
             refusal = round_deadline_refusal(stored, closes_at)
             if refusal is not None:
                 raise forms.ValidationError(refusal)

@@ -143,3 +143,21 @@ def test_admin_flags_benchmark_models_through_entrant_flag(client, users, db):
     assert Entrant.objects.get(pk=entrant.pk).is_benchmark_model is True
     client.post("/admin/core/entrant/", {"action": "unflag_benchmark_model", "_selected_action": [entrant.pk]})
     assert Entrant.objects.get(pk=entrant.pk).is_benchmark_model is False
+
+
+
+def test_admin_saves_a_closed_rounds_page_whose_deadline_was_not_touched(client, users, mini_benchmark):
+    """Closing stamps the deadline with the moment it closed, to the microsecond; the page shows
+    it to the second. Saving the page with the deadline as shown is no attempt to move it."""
+    round_ = Round.objects.get(benchmark=mini_benchmark)
+    client.force_login(users["organiser"])
+    client.post("/admin/core/round/", {"action": "close_rounds", "_selected_action": [round_.pk]})
+    closed_at = Round.objects.get(pk=round_.pk).closes_at
+    page = client.get(f"/admin/core/round/{round_.pk}/change/").content.decode()
+    assert f'value="{closed_at:%H:%M:%S}"' in page  # what the organiser sees and sends back
+    resp = client.post(f"/admin/core/round/{round_.pk}/change/", {
+        "title": "final round", **_admin_datetime("opens_at", round_.opens_at),
+        **_admin_datetime("closes_at", closed_at)})
+    assert resp.status_code == 302
+    saved = Round.objects.get(pk=round_.pk)
+    assert saved.title == "final round" and saved.closes_at == closed_at
