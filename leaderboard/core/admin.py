@@ -250,8 +250,9 @@ class RoundAdmin(admin.ModelAdmin):
                     "resolves_at", "files_link")
     form = RoundForm
     list_filter = ("status", "benchmark")
+    # The commitment is computed at close and published for anyone to check the round: never typed in.
     readonly_fields = ("benchmark", "number", "status", "is_permanent", "track", "status_changed_at", "data",
-                       "universe", "universe_name", "universe_sha256", "universe_size")
+                       "commitment", "universe", "universe_name", "universe_sha256", "universe_size")
     actions = ["close_rounds", "reopen_rounds", "resolve_rounds"]
 
     def has_add_permission(self, request):

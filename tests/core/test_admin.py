@@ -161,3 +161,25 @@ def test_admin_saves_a_closed_rounds_page_whose_deadline_was_not_touched(client,
     assert resp.status_code == 302
     saved = Round.objects.get(pk=round_.pk)
     assert saved.title == "final round" and saved.closes_at == closed_at
+
+
+def test_admin_cannot_rewrite_a_closed_rounds_published_commitment(client, users, mini_benchmark,
+                                                                  django_capture_on_commit_callbacks):
+    """The commitment is published at close for anyone to check the round against: the round's
+    admin page shows it but does not let an organiser type another one in."""
+    _scored(mini_benchmark, users["owner"], django_capture_on_commit_callbacks)
+    round_ = Round.objects.get(benchmark=mini_benchmark)
+    client.force_login(users["organiser"])
+    client.post("/admin/core/round/", {"action": "close_rounds", "_selected_action": [round_.pk]})
+    published = client.get(f"/api/benchmarks/mini-props/rounds/{round_.number}/committed/").json()["commitment"]
+    assert len(published) == 64
+
+    page = client.get(f"/admin/core/round/{round_.pk}/change/").content.decode()
+    assert 'name="commitment"' not in page and published in page
+    forged = "0" * 64
+    resp = client.post(f"/admin/core/round/{round_.pk}/change/", {
+        "title": "renamed", "commitment": forged, **_admin_datetime("opens_at", round_.opens_at),
+        **_admin_datetime("closes_at", Round.objects.get(pk=round_.pk).closes_at)})
+    assert resp.status_code == 302, resp.context["adminform"].form.errors
+    assert client.get(f"/api/benchmarks/mini-props/rounds/{round_.number}/committed/").json()["commitment"] == published
+    assert Round.objects.get(pk=round_.pk).title == "renamed"
