@@ -969,6 +969,9 @@ def notification_settings(request):
         "webhooks": _webhooks_with_attempts(request.user, per_hook=5),
         "errors": errors, "created": created, "has_email": bool(request.user.email),
         "form": request.POST if errors else {},
+        # A refused webhook keeps the events chosen, not the defaults a first visit offers.
+        "form_events": (request.POST.getlist("events") if errors and request.POST.get("action") == "add_webhook"
+                        else None),
     }, status=400 if errors else 200)
 
 
