@@ -252,8 +252,17 @@ class RoundAdmin(admin.ModelAdmin):
     list_filter = ("status", "benchmark")
     # The commitment is computed at close and published for anyone to check the round: never typed in.
     readonly_fields = ("benchmark", "number", "status", "is_permanent", "track", "status_changed_at", "data",
-                       "commitment", "universe", "universe_name", "universe_sha256", "universe_size")
+                       "commitment", "universe_file", "universe_name", "universe_sha256", "universe_size")
+    exclude = ("universe",)  # shown as universe_file: uploads are not served under MEDIA_URL
     actions = ["close_rounds", "reopen_rounds", "resolve_rounds"]
+
+    @admin.display(description="universe")
+    def universe_file(self, obj):
+        """The universe as the API serves it (the file as uploaded less any truth)."""
+        if not obj.universe:
+            return "–"
+        return format_html('<a href="{}">{}</a>', reverse("api-round-universe", args=[obj.benchmark.slug, obj.number]),
+                           obj.universe_name or "universe.csv")
 
     def has_add_permission(self, request):
         return False

@@ -183,3 +183,25 @@ def test_admin_cannot_rewrite_a_closed_rounds_published_commitment(client, users
     assert resp.status_code == 302, resp.context["adminform"].form.errors
     assert client.get(f"/api/benchmarks/mini-props/rounds/{round_.number}/committed/").json()["commitment"] == published
     assert Round.objects.get(pk=round_.pk).title == "renamed"
+
+
+def test_admin_round_page_links_its_universe_to_a_download_that_works(client, users, tmp_path):
+    """The round's admin page links the universe file; following the link gives the file
+    (uploads are not served under /media/, so a plain file-field link answered 404)."""
+    import re
+
+    from leaderboard.core.services.round_engine import round_open
+    from tests.support.portfolio import portfolio_benchmark, universe_csv
+
+    bench = portfolio_benchmark(tmp_path)
+    round_ = round_open(benchmark=bench, data=universe_csv({"ALPHA": 100.0, "SP500": 4000.0}),
+                        filename="options.csv", track="weekly")
+    client.force_login(users["organiser"])
+    page = client.get(f"/admin/core/round/{round_.pk}/change/").content.decode()
+    field = page.split("field-universe", 1)[1].split("field-universe_name", 1)[0]
+    links = re.findall(r'<a href="([^"]+)"', field)
+    assert links, "no link to the universe on the round's admin page"
+    download = client.get(links[0])
+    assert download.status_code == 200
+    body = b"".join(download.streaming_content) if download.streaming else download.content
+    assert b"ALPHA" in body and b"SP500" in body
