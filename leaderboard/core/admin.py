@@ -68,6 +68,11 @@ class RoundForm(forms.ModelForm):
         closes_at = self.cleaned_data.get("closes_at")
         if self.instance.pk is not None:
             stored = m.Round.objects.select_related("benchmark").get(pk=self.instance.pk)
+            # The page shows the deadline to the second; sent back as shown, it is not moved
+            # (closing stamps it with the moment it closed, microseconds included).
+            if closes_at is not None and stored.closes_at is not None \
+                    and closes_at == stored.closes_at.replace(microsecond=0):
+                return stored.closes_at
             refusal = round_deadline_refusal(stored, closes_at)
             if refusal is not None:
                 raise forms.ValidationError(refusal)
@@ -245,9 +250,19 @@ class RoundAdmin(admin.ModelAdmin):
                     "resolves_at", "files_link")
     form = RoundForm
     list_filter = ("status", "benchmark")
+    # The commitment is computed at close and published for anyone to check the round: never typed in.
     readonly_fields = ("benchmark", "number", "status", "is_permanent", "track", "status_changed_at", "data",
-                       "universe", "universe_name", "universe_sha256", "universe_size")
+                       "commitment", "universe_file", "universe_name", "universe_sha256", "universe_size")
+    exclude = ("universe",)  # shown as universe_file: uploads are not served under MEDIA_URL
     actions = ["close_rounds", "reopen_rounds", "resolve_rounds"]
+
+    @admin.display(description="universe")
+    def universe_file(self, obj):
+        """The universe as the API serves it (the file as uploaded less any truth)."""
+        if not obj.universe:
+            return "–"
+        return format_html('<a href="{}">{}</a>', reverse("api-round-universe", args=[obj.benchmark.slug, obj.number]),
+                           obj.universe_name or "universe.csv")
 
     def has_add_permission(self, request):
         return False

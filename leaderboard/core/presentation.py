@@ -404,6 +404,8 @@ SERIES_COLOURS = ("#2456c7", "#c7472a", "#1d8a4b", "#8a4fc7", "#b8860b", "#0f7f8
 SERIES_DASHES = ("", "6 3", "2 3", "8 3 2 3", "", "6 3", "2 3", "8 3 2 3")
 ICHART_W, ICHART_H = 640, 300
 ICHART_LEFT, ICHART_RIGHT, ICHART_TOP, ICHART_BOTTOM = 56, 150, 16, 44
+# An end label's width per character (bold 12 px, wide letters included), and the longest label drawn whole.
+ICHART_LABEL_CHAR_W, ICHART_LABEL_MAX_CHARS = 8.0, 48
 
 
 def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -499,6 +501,10 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         labels[i]["y"] = max(labels[i]["y"], labels[i - 1]["y"] + 15)
     for lab in labels:
         lab["y"] = round(lab["y"] + 4, 2)
+        name = lab["name"]
+        lab["text"] = name if len(name) <= ICHART_LABEL_MAX_CHARS else name[:ICHART_LABEL_MAX_CHARS - 1] + "…"
+    # The chart widens to the right until every end label fits whole (the plot keeps its size).
+    width = max([ICHART_W] + [math.ceil(lab["x"] + len(lab["text"]) * ICHART_LABEL_CHAR_W + 4) for lab in labels])
     x_ticks = [{"x": x(i), "label": str(versions[v]["as_of"] or ("final" if not versions[v]["interim"] else f"v{v}")),
                 "final": not versions[v]["interim"]} for i, v in enumerate(order)]
     table: list[dict[str, Any]] = []
@@ -511,7 +517,7 @@ def interim_chart(history: Sequence[Mapping[str, Any]], metric: MetricSpec, *,
         table.append({"entrant": reference[1], "values": [ref_values.get(v) for v in order], "reference": True})
     return {
         "metric": metric,
-        "width": ICHART_W, "height": ICHART_H, "left": ICHART_LEFT, "right": ICHART_W - ICHART_RIGHT,
+        "width": width, "height": ICHART_H, "left": ICHART_LEFT, "right": ICHART_W - ICHART_RIGHT,
         "top": ICHART_TOP, "bottom": ICHART_H - ICHART_BOTTOM,
         "y_ticks": [{"y": y(t), "label": no_negative_zero(metric.fmt.format(t) if metric.fmt else f"{t:g}")}
                     for t in ticks],

@@ -1,6 +1,7 @@
 """Server-rendered pages. Thin: they call the same services and selectors as the API."""
 from __future__ import annotations
 
+import codecs
 import copy
 import sys
 from functools import lru_cache, wraps
@@ -560,6 +561,7 @@ def submit(request, slug):
         "benchmark": b,
         "form": form,
         "errors": errors,
+        "json_upload": bool(errors) and _json_upload(request.FILES.get("file")),
         "limit": limit,
         "closed_message": closed,
         "late_message": late,
@@ -597,7 +599,8 @@ def verify_page(request, slug):
             result = benchmark_verify(benchmark=b, **predictions_source(benchmark=b, upload=upload).as_kwargs())
         except SubmissionRejected as exc:
             errors, status = [e.as_dict() for e in exc.errors], exc.status
-    context = {"benchmark": b, "errors": errors, "filename": upload.name if upload else ""}
+    context = {"benchmark": b, "errors": errors, "filename": upload.name if upload else "",
+               "json_upload": bool(errors) and _json_upload(upload)}
     if result is not None:
         rows = [dict(r, split="dev") for r in result["results"]]  # verify scores dev cases only
         context.update({
@@ -609,6 +612,21 @@ def verify_page(request, slug):
                 kind, rows, config=b.config, case_url=lambda cid: _case_url(b.slug, cid)),
         })
     return render(request, "core/verify_result.html", context, status=status)
+
+
+def _json_upload(upload) -> bool:
+    """Whether an uploaded file is read as JSON (its name, else its first character, as the kinds
+    decide): its problems' rows are then positions in a list, not lines under a header."""
+    if upload is None:
+        return False
+    name = (upload.name or "").lower()
+    if name.endswith(".json"):
+        return True
+    if name.endswith(".csv"):
+        return False
+    upload.seek(0)
+    head = upload.read(64).removeprefix(codecs.BOM_UTF8).lstrip()[:1]
+    return head in (b"{", b"[")
 
 
 class _VerifyScope:
@@ -951,6 +969,9 @@ def notification_settings(request):
         "webhooks": _webhooks_with_attempts(request.user, per_hook=5),
         "errors": errors, "created": created, "has_email": bool(request.user.email),
         "form": request.POST if errors else {},
+        # A refused webhook keeps the events chosen, not the defaults a first visit offers.
+        "form_events": (request.POST.getlist("events") if errors and request.POST.get("action") == "add_webhook"
+                        else None),
     }, status=400 if errors else 200)
 
 

@@ -145,3 +145,26 @@ def test_portfolio_pages_fit_1280_and_390_px(live_server, chromium, rounds):
         finally:
             context.close()
     assert all(w <= width for (width, _), w in widths.items()), widths
+
+
+def test_chart_shows_long_entrant_names_whole(live_server, page, transactional_db, tmp_path):
+    """Models are named like "anthropic-claude-opus-4-7": each line's end label must fit inside
+    the chart, or two such models read as the same "anthropic-claude-opu" and cannot be told apart."""
+    bench = portfolio_benchmark(tmp_path)
+    User = get_user_model()
+    names = ("anthropic-claude-opus-4-7", "anthropic-claude-opus-4-8", "google-gemini-3-1-pro-preview")
+    users = {n: User.objects.create_user(n, password="pw-123456789") for n in names}
+    snapshots = [(4, {"ALPHA": 101.0, "BRAVO": 49.0, "CHARLIE": 20.4, "SP500": 4010.0}),
+                 (5, {"ALPHA": 103.0, "BRAVO": 48.0, "CHARLIE": 21.0, "SP500": 3990.0})]
+    run_round(bench, users, track="weekly", interim=snapshots, entries={
+        names[0]: ({"ALPHA": 100}, "a"), names[1]: ({"BRAVO": 100}, "b"), names[2]: ({"CHARLIE": 100}, "c")})
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{live_server.url}/b/{bench.slug}/rounds/1/")
+        chart = page.locator("figure.interim-chart[data-metric=return] svg")
+        labels = chart.locator("text.series-label")
+        assert sorted(labels.all_text_contents()) == sorted([*names, "S&P 500"])
+        view_width = chart.evaluate("svg => svg.viewBox.baseVal.width")
+        for i in range(labels.count()):
+            box = labels.nth(i).evaluate("t => { const b = t.getBBox(); return [b.x, b.width]; }")
+            assert box[0] + box[1] <= view_width, (width, labels.nth(i).text_content(), box, view_width)

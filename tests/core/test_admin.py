@@ -154,3 +154,65 @@ def test_admin_flags_benchmark_models_through_entrant_flag(client, users, db):
     assert Entrant.objects.get(pk=entrant.pk).is_benchmark_model is True
     client.post("/admin/core/entrant/", {"action": "unflag_benchmark_model", "_selected_action": [entrant.pk]})
     assert Entrant.objects.get(pk=entrant.pk).is_benchmark_model is False
+
+
+
+def test_admin_saves_a_closed_rounds_page_whose_deadline_was_not_touched(client, users, mini_benchmark):
+    """Closing stamps the deadline with the moment it closed, to the microsecond; the page shows
+    it to the second. Saving the page with the deadline as shown is no attempt to move it."""
+    round_ = Round.objects.get(benchmark=mini_benchmark)
+    client.force_login(users["organiser"])
+    client.post("/admin/core/round/", {"action": "close_rounds", "_selected_action": [round_.pk]})
+    closed_at = Round.objects.get(pk=round_.pk).closes_at
+    page = client.get(f"/admin/core/round/{round_.pk}/change/").content.decode()
+    assert f'value="{closed_at:%H:%M:%S}"' in page  # what the organiser sees and sends back
+    resp = client.post(f"/admin/core/round/{round_.pk}/change/", {
+        "title": "final round", **_admin_datetime("opens_at", round_.opens_at),
+        **_admin_datetime("closes_at", closed_at)})
+    assert resp.status_code == 302
+    saved = Round.objects.get(pk=round_.pk)
+    assert saved.title == "final round" and saved.closes_at == closed_at
+
+
+def test_admin_cannot_rewrite_a_closed_rounds_published_commitment(client, users, mini_benchmark,
+                                                                  django_capture_on_commit_callbacks):
+    """The commitment is published at close for anyone to check the round against: the round's
+    admin page shows it but does not let an organiser type another one in."""
+    _scored(mini_benchmark, users["owner"], django_capture_on_commit_callbacks)
+    round_ = Round.objects.get(benchmark=mini_benchmark)
+    client.force_login(users["organiser"])
+    client.post("/admin/core/round/", {"action": "close_rounds", "_selected_action": [round_.pk]})
+    published = client.get(f"/api/benchmarks/mini-props/rounds/{round_.number}/committed/").json()["commitment"]
+    assert len(published) == 64
+
+    page = client.get(f"/admin/core/round/{round_.pk}/change/").content.decode()
+    assert 'name="commitment"' not in page and published in page
+    forged = "0" * 64
+    resp = client.post(f"/admin/core/round/{round_.pk}/change/", {
+        "title": "renamed", "commitment": forged, **_admin_datetime("opens_at", round_.opens_at),
+        **_admin_datetime("closes_at", Round.objects.get(pk=round_.pk).closes_at)})
+    assert resp.status_code == 302, resp.context["adminform"].form.errors
+    assert client.get(f"/api/benchmarks/mini-props/rounds/{round_.number}/committed/").json()["commitment"] == published
+    assert Round.objects.get(pk=round_.pk).title == "renamed"
+
+
+def test_admin_round_page_links_its_universe_to_a_download_that_works(client, users, tmp_path):
+    """The round's admin page links the universe file; following the link gives the file
+    (uploads are not served under /media/, so a plain file-field link answered 404)."""
+    import re
+
+    from leaderboard.core.services.round_engine import round_open
+    from tests.support.portfolio import portfolio_benchmark, universe_csv
+
+    bench = portfolio_benchmark(tmp_path)
+    round_ = round_open(benchmark=bench, data=universe_csv({"ALPHA": 100.0, "SP500": 4000.0}),
+                        filename="options.csv", track="weekly")
+    client.force_login(users["organiser"])
+    page = client.get(f"/admin/core/round/{round_.pk}/change/").content.decode()
+    field = page.split("field-universe", 1)[1].split("field-universe_name", 1)[0]
+    links = re.findall(r'<a href="([^"]+)"', field)
+    assert links, "no link to the universe on the round's admin page"
+    download = client.get(links[0])
+    assert download.status_code == 200
+    body = b"".join(download.streaming_content) if download.streaming else download.content
+    assert b"ALPHA" in body and b"SP500" in body

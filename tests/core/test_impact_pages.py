@@ -440,3 +440,24 @@ def test_properties_debug_table_is_generic(client, mini_benchmark, users):
     assert not page.find("table", class_="confusion")  # the kind has no summary views
     case = client.get(f"/b/mini-props/cases/ab00/?submission={sub.pk}").content.decode()
     assert "fold" in case and "on this case" in case
+
+
+def test_a_rejected_json_file_says_how_its_rows_are_counted(client, users, impact):
+    """A JSON file has no header row: its problems name an entry's position in the list, from 1
+    (docs/api.md), and the page must not tell the reader to count a header as row 1."""
+    import json
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    bad = [dict(p) for p in PREDICTIONS]
+    bad[2]["predicted_impact"] = "sideways"  # the third entry of the list
+    client.force_login(users["owner"])
+    for url in ("/b/catalysts/submit/", "/b/catalysts/verify/"):
+        upload = SimpleUploadedFile("p.json", json.dumps({"predictions": bad}).encode())
+        page = client.post(url, {"file": upload}).content.decode()
+        assert re.search(r"<td[^>]*>\s*3\s*</td>\s*<td[^>]*>\s*<code>predicted_impact", page), url
+        assert "header is row 1" not in page, url
+        assert "position in the list, counted from 1" in page, url
+    csv_text = "case_id,predicted_impact\nc1,positive\nc2,sideways\n"
+    page = client.post("/b/catalysts/submit/", {"file": SimpleUploadedFile("p.csv", csv_text.encode())}).content.decode()
+    assert "the header is row 1" in page and "counted from 1" not in page

@@ -478,3 +478,25 @@ def test_a_webhook_secret_that_is_not_a_string_is_refused(db, users, api_for, re
                     format="json")
     assert made.status_code == 201 and "secret" not in made.json()
     assert Webhook.objects.get().secret == SECRET
+
+
+def test_a_refused_webhook_form_keeps_what_was_typed(db, users, client):
+    """After a refusal the form shows the URL, secret and events as sent: not the default events,
+    which a user fixing only the secret would otherwise subscribe to without noticing."""
+    import re
+
+    client.force_login(users["owner"])
+    refused = client.post("/notifications/", {"action": "add_webhook", "url": "https://example.org/my-hook",
+                                              "secret": "short", "events": ["round.opened", "round.closed"]})
+    assert refused.status_code == 400 and b"16 to 200 characters" in refused.content
+    form = refused.content.decode().split('id="webhook-form"', 1)[1].split("</form>", 1)[0]
+    checked = re.findall(r'<input type="checkbox" name="events" value="([\w.]+)" checked', form)
+    assert checked == ["round.opened", "round.closed"]
+    assert 'value="https://example.org/my-hook"' in form
+    assert re.search(r'name="secret"[^>]*value="short"', form)
+    assert not Webhook.objects.filter(user=users["owner"]).exists()
+
+    # A first visit still offers the defaults.
+    form = client.get("/notifications/").content.decode().split('id="webhook-form"', 1)[1]
+    checked = re.findall(r'<input type="checkbox" name="events" value="([\w.]+)" checked', form)
+    assert checked == ["submission.scored", "round.resolved"]
