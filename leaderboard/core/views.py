@@ -317,11 +317,22 @@ def _ranks_owned(board: selectors.BoardPage, mine: set[int]) -> tuple[int, ...]:
     return tuple(rank for rank, entrant_id in board.rows if entrant_id in mine)
 
 
+def _track(request, kind) -> str | HttpResponse:
+    """The board's track (``?track=``, default the kind's first), or the 400 page naming the tracks, as the
+    API refuses an unknown one: a page must not show one track's board under another's name."""
+    track = request.GET.get("track", "") or (kind.tracks[0] if kind.tracks else "")
+    if track and track not in kind.tracks:
+        known = f"one of {', '.join(kind.tracks)}" if kind.tracks else "this benchmark has no tracks"
+        return bad_request(request, BadRequest(f"unknown track {track!r}: {known}"))
+    return track
+
+
 def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
     """A round benchmark: the standings across resolved rounds and every round with its status."""
     kind = b.kind_impl
-    track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else (
-        kind.tracks[0] if kind.tracks else "")
+    track = _track(request, kind)
+    if isinstance(track, HttpResponse):
+        return track
     page_number, page_size = paging
     where = (track, page_number, page_size)
     fetch = _once(lambda: selectors.standings_page(b, track=track, page=page_number, page_size=page_size))
@@ -414,7 +425,9 @@ def comparison_sets(request, slug):
     kind = b.kind_impl
     if not getattr(kind, "has_comparison_sets", False):
         raise Http404("this benchmark has no comparison sets")
-    track = request.GET.get("track", "") if request.GET.get("track", "") in kind.tracks else kind.tracks[0]
+    track = _track(request, kind)
+    if isinstance(track, HttpResponse):
+        return track
     paging = _board_paging(request)
     if isinstance(paging, HttpResponse):
         return paging

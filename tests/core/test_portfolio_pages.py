@@ -219,3 +219,17 @@ def test_comparison_sets_download_whole_as_csv(bench, client):
     html = client.get(f"/b/{bench.slug}/comparison-sets/?track=weekly").content.decode()
     assert f'data-role="sets-csv" href="{api.replace("&", "&amp;")}&amp;format=csv"' in html
     assert APIClient().get(f"{api}&format=xml").status_code == 400
+
+
+def test_a_page_asked_for_a_track_the_benchmark_lacks_says_so(bench, client, tmp_path):
+    # As the API answers 400 "unknown track": never the weekly board under a tab the visitor did not ask for.
+    round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+    for path in (f"/b/{bench.slug}/?track=yearly", f"/b/{bench.slug}/comparison-sets/?track=yearly"):
+        resp = client.get(path)
+        assert resp.status_code == 400, path
+        assert "unknown track &#x27;yearly&#x27;: one of weekly, monthly" in resp.content.decode(), path
+    for path in (f"/b/{bench.slug}/?track=monthly", f"/b/{bench.slug}/comparison-sets/", f"/b/{bench.slug}/"):
+        assert client.get(path).status_code == 200, path
+    signals = signals_benchmark(tmp_path, slug="no-tracks")
+    resp = client.get(f"/b/{signals.slug}/?track=weekly")
+    assert resp.status_code == 400 and "this benchmark has no tracks" in resp.content.decode()
