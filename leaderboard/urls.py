@@ -7,6 +7,7 @@ from leaderboard.core import views
 
 urlpatterns = [
     path("", views.benchmark_list, name="benchmark_list"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("b/<slug:slug>/", views.benchmark_detail, name="benchmark_detail"),
     path("b/<slug:slug>/submit/", views.submit, name="submit"),
     path("b/<slug:slug>/rounds/<int:number>/", views.round_detail, name="round_detail"),

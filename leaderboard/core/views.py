@@ -22,6 +22,7 @@ from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseServerError, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.decorators import method_decorator
@@ -910,6 +911,11 @@ def fairplay_page(request, slug):
         "benchmark": b, "report": report, "error": error, "default_threshold": settings.FAIRPLAY_CORRELATION_THRESHOLD,
         "standings_rule": kind.leaderboard_note(b.config) if kind.is_round_kind else None,
     }, status=400 if error else 200)
+
+
+def favicon(request):
+    """``/favicon.ico``, which browsers ask of pages that name no icon (the admin's, the API's): the site's icon."""
+    return redirect(static("core/favicon.svg"), permanent=True)
 
 
 def bad_request(request, exception=None):

@@ -247,6 +247,7 @@ def test_deploy_static_files_are_hashed_compressed_and_cached_for_a_year(tmp_pat
         answers = {origin: _fetch(origin + path, {"Accept-Encoding": "gzip"}) for origin in (base, proxy)}
         plain = {origin: _fetch(origin + "/static/core/site.css") for origin in (base, proxy)}
         page_via_proxy = _fetch(proxy + "/", {"Accept-Encoding": "gzip"})
+        icon = _fetch(base + "/favicon.ico")  # asked by browsers of pages naming no icon (the admin's)
     finally:
         nginx.terminate()
         nginx.wait(timeout=10)
@@ -258,6 +259,8 @@ def test_deploy_static_files_are_hashed_compressed_and_cached_for_a_year(tmp_pat
     for origin, (status, headers, body) in plain.items():
         assert status == 200 and body == source and 0 < _max_age(headers) <= 3600, origin
     assert page_via_proxy[0] == 200 and page_via_proxy[1]["Content-Encoding"] == "gzip"
+    assert icon[0] == 200 and icon[1]["Content-Type"] == "image/svg+xml" and icon[2].startswith(b"<svg")
+    assert re.search(r'<link rel="icon" href="/static/core/favicon\.[0-9a-f]{12}\.svg"', page)
     assert gzip.decompress(page_via_proxy[2]).decode().startswith("<!doctype html>")
 
 
