@@ -331,7 +331,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # timeout + sweep interval (40 s by default) after the death.
 SCORING_HEARTBEAT_SECONDS = envfloat("SCORING_HEARTBEAT_SECONDS", 5.0)
 SCORING_HEARTBEAT_TIMEOUT_SECONDS = envfloat("SCORING_HEARTBEAT_TIMEOUT_SECONDS", 30.0)
-# Every process that runs tasks writes a worker heartbeat every WORKER_HEARTBEAT_SECONDS, busy or
+# Every process of a scoring worker writes a worker heartbeat every WORKER_HEARTBEAT_SECONDS, busy or
 # idle (leaderboard/core/liveness.py). `manage.py serve` restarts its worker when none of its
 # processes has beaten for WORKER_STALL_SECONDS, or when a queued submission has waited that long
 # while the worker took no task; /readyz calls the worker down past the same age.
