@@ -444,6 +444,7 @@ SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
 # Scripts, styles, images and fonts from this site only; no inline script or style, no framing.
 # The pages and the API docs are built to need nothing more (tests/browser/test_csp.py).
-CONTENT_SECURITY_POLICY = envstr("CONTENT_SECURITY_POLICY", (
+# Set but empty: no header at all (envstr would read empty as unset and send the default).
+CONTENT_SECURITY_POLICY = os.environ.get("CONTENT_SECURITY_POLICY", (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
-    "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"))
+    "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")).strip()
