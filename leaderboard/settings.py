@@ -126,6 +126,11 @@ if DATABASE_URL:
     # first query, so the site answers again as soon as the database is back (leaderboard/core/outage.py).
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60),
                                                   conn_health_checks=True)}
+    # A server that takes the connection and then says nothing (hung, or a half-open network path)
+    # fails the attempt after DB_CONNECT_TIMEOUT seconds, so pages answer 503 and /readyz its check
+    # within seconds, rather than a thread waiting on it for minutes. ?connect_timeout= in the URL wins.
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", envint("DB_CONNECT_TIMEOUT", 5))
 else:
     DATABASES = {
         "default": {

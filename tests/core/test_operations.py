@@ -128,6 +128,49 @@ def test_readyz_with_the_database_down_is_503_while_healthz_still_answers():
     assert "Service Unavailable: /readyz" not in log  # an unready answer is not logged as a server error
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_database_that_accepts_connections_but_never_answers_gives_503_within_seconds():
+    """A PostgreSQL that takes the TCP connection and then says nothing (a hung or overloaded server,
+    a half-open network path): /readyz and the pages answer 503 within seconds, as documented, rather
+    than hold a gunicorn thread for as long as the operating system keeps the connection."""
+    import socket
+    import threading
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(50)
+    held: list[socket.socket] = []
+
+    def accept_and_say_nothing():
+        while True:
+            try:
+                held.append(silent.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept_and_say_nothing, daemon=True).start()
+    url = f"postgres://nobody@127.0.0.1:{silent.getsockname()[1]}/nothing"
+    proc, base = start_gunicorn(workers=1, threads=4, env_overrides={"DATABASE_URL": url}, ready_path="/healthz")
+    try:
+        started = time.monotonic()
+        status, headers, body = get(base + "/readyz")
+        readyz_seconds = time.monotonic() - started
+        started = time.monotonic()
+        page_status, page_headers, _ = get(base + "/api/benchmarks/")
+        page_seconds = time.monotonic() - started
+    finally:
+        log = stop_worker(proc)
+        silent.close()
+        for conn in held:
+            conn.close()
+    assert status == 503, log[-2000:]
+    assert not json.loads(body)["checks"]["database"]["ok"]
+    assert readyz_seconds < 15, readyz_seconds
+    assert page_status == 503 and page_headers["Retry-After"] == "10"
+    assert page_seconds < 15, page_seconds
+
+
 # -- who may read /metrics ------------------------------------------------------------------------
 def test_metrics_open_from_loopback_and_with_debug_else_only_with_the_token(client, db, settings):
     settings.DEBUG = False
