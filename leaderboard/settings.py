@@ -283,6 +283,10 @@ if REDIS_URL:
         # is never redelivered before this.
         "visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", 600),
         "socket_connect_timeout": envfloat("REDIS_CONNECT_TIMEOUT", 1.0),
+        # A Redis that takes the connection and then says nothing (hung, or a half-open network path)
+        # fails a publish after this long: the upload is still answered 202 and waits in the outbox,
+        # /readyz answers, instead of a web thread waiting on it for ever. Above kombu's 1 s BRPOP.
+        "socket_timeout": max(envfloat("REDIS_TIMEOUT", 2.0), 2.0),
     }
 else:
     # The embedded broker: an SQLite file, one transaction per publish and per take
