@@ -61,8 +61,10 @@ def keep_freed_memory() -> None:
     mallopt(m_trim_threshold, 1024 * 1024 * 1024)
 
 
-# The worker's node name (celery worker --hostname), for the heartbeats of its pool processes.
-_node = {"hostname": ""}
+# The worker's node name (celery worker --hostname), for the heartbeats of its pool processes, and
+# whether it consumes the scoring queue: only a scoring worker beats, so that a notifications worker
+# alive beside a dead scoring one does not keep /readyz's worker check and the heartbeat age fresh.
+_node: dict = {"hostname": "", "scores": True}
 
 
 @worker_init.connect
@@ -78,6 +80,7 @@ def _before_forking(sender=None, **kwargs):
     keep_freed_memory()
     kind_names()
     _node["hostname"] = getattr(sender, "hostname", "") or ""
+    _node["scores"] = settings.CELERY_TASK_DEFAULT_QUEUE in sender.app.amqp.queues.consume_from
 
 
 @worker_process_init.connect
@@ -85,7 +88,8 @@ def _pool_process_heartbeat(**kwargs):
     # Each prefork pool process beats from its own thread, busy or idle (leaderboard/core/liveness.py).
     from leaderboard.core.liveness import worker_beat_start  # noqa: PLC0415 -- models: the Celery app is imported before Django is set up
 
-    worker_beat_start(hostname=_node["hostname"], every=settings.WORKER_HEARTBEAT_SECONDS)
+    if _node["scores"]:
+        worker_beat_start(hostname=_node["hostname"], every=settings.WORKER_HEARTBEAT_SECONDS)
 
 
 @worker_ready.connect
@@ -95,6 +99,6 @@ def _solo_heartbeat(sender=None, **kwargs):
 
     from leaderboard.core.liveness import worker_beat_start  # noqa: PLC0415 -- models: the Celery app is imported before Django is set up
 
-    if not isinstance(getattr(sender, "pool", None), PreforkPool):
+    if _node["scores"] and not isinstance(getattr(sender, "pool", None), PreforkPool):
         worker_beat_start(hostname=_node["hostname"] or getattr(sender, "hostname", ""),
                           every=settings.WORKER_HEARTBEAT_SECONDS)

@@ -38,12 +38,13 @@ class QuietRoutineFilter(logging.Filter):
 
     The jobs say themselves when they did something (``leaderboard.submissions``
     "sweep: ...", ``leaderboard.rounds`` "round N closed at its closes_at",
-    "sweep: N truth versions requeued"); with LOG_LEVEL=DEBUG the sweep also says
-    when it found nothing.
+    "sweep: N truth versions requeued", ``leaderboard.notifications`` "notifications: ...");
+    with LOG_LEVEL=DEBUG the sweep also says when it found nothing.
     """
 
     ROUTINE = ("sweep_stuck_submissions", "sweep-stuck-submissions", "sweep_round_versions",
-               "sweep-round-versions", "close_due_rounds", "close-due-rounds")
+               "sweep-round-versions", "close_due_rounds", "close-due-rounds",
+               "notifications.sweep", "sweep-notifications")
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno != logging.INFO or not record.name.startswith("celery"):

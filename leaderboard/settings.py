@@ -126,6 +126,11 @@ if DATABASE_URL:
     # first query, so the site answers again as soon as the database is back (leaderboard/core/outage.py).
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60),
                                                   conn_health_checks=True)}
+    # A server that takes the connection and then says nothing (hung, or a half-open network path)
+    # fails the attempt after DB_CONNECT_TIMEOUT seconds, so pages answer 503 and /readyz its check
+    # within seconds, rather than a thread waiting on it for minutes. ?connect_timeout= in the URL wins.
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", envint("DB_CONNECT_TIMEOUT", 5))
 else:
     DATABASES = {
         "default": {
@@ -278,6 +283,10 @@ if REDIS_URL:
         # is never redelivered before this.
         "visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", 600),
         "socket_connect_timeout": envfloat("REDIS_CONNECT_TIMEOUT", 1.0),
+        # A Redis that takes the connection and then says nothing (hung, or a half-open network path)
+        # fails a publish after this long: the upload is still answered 202 and waits in the outbox,
+        # /readyz answers, instead of a web thread waiting on it for ever. Above kombu's 1 s BRPOP.
+        "socket_timeout": max(envfloat("REDIS_TIMEOUT", 2.0), 2.0),
     }
 else:
     # The embedded broker: an SQLite file, one transaction per publish and per take
@@ -331,7 +340,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # timeout + sweep interval (40 s by default) after the death.
 SCORING_HEARTBEAT_SECONDS = envfloat("SCORING_HEARTBEAT_SECONDS", 5.0)
 SCORING_HEARTBEAT_TIMEOUT_SECONDS = envfloat("SCORING_HEARTBEAT_TIMEOUT_SECONDS", 30.0)
-# Every process that runs tasks writes a worker heartbeat every WORKER_HEARTBEAT_SECONDS, busy or
+# Every process of a scoring worker writes a worker heartbeat every WORKER_HEARTBEAT_SECONDS, busy or
 # idle (leaderboard/core/liveness.py). `manage.py serve` restarts its worker when none of its
 # processes has beaten for WORKER_STALL_SECONDS, or when a queued submission has waited that long
 # while the worker took no task; /readyz calls the worker down past the same age.
@@ -444,6 +453,7 @@ SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
 # Scripts, styles, images and fonts from this site only; no inline script or style, no framing.
 # The pages and the API docs are built to need nothing more (tests/browser/test_csp.py).
-CONTENT_SECURITY_POLICY = envstr("CONTENT_SECURITY_POLICY", (
+# Set but empty: no header at all (envstr would read empty as unset and send the default).
+CONTENT_SECURITY_POLICY = os.environ.get("CONTENT_SECURITY_POLICY", (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
-    "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"))
+    "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")).strip()

@@ -1,7 +1,7 @@
 """Is scoring alive? Worker heartbeats and the age of the oldest queued submission.
 
-Every process that runs tasks (each pool process of a prefork worker; a solo
-worker itself) writes a ``WorkerHeartbeat`` row every ``WORKER_HEARTBEAT_SECONDS``
+Every process of a scoring worker (each pool process of a prefork worker; a solo
+worker itself; not a notifications-only worker, leaderboard/celery.py) writes a ``WorkerHeartbeat`` row every ``WORKER_HEARTBEAT_SECONDS``
 from a thread of its own, busy or idle. The rows are in the database, so the
 readings below are the same whichever broker carries the tasks (Redis, or the
 embedded SQLite one), and any process can take them: ``/readyz`` and ``/metrics``

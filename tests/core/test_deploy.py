@@ -213,6 +213,25 @@ def test_deploy_production_environment_sends_https_only_headers_and_the_csp(tmp_
         stop_worker(proc)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_deploy_an_empty_content_security_policy_sends_no_header():
+    """README and docs/deploy.md: CONTENT_SECURITY_POLICY empty sends no Content-Security-Policy header (an
+    operator whose proxy sets its own policy); a policy given replaces the default word for word."""
+    proc, base = start_gunicorn(workers=1, threads=2, env_overrides={"CONTENT_SECURITY_POLICY": ""})
+    try:
+        with urllib.request.urlopen(base + "/", timeout=10) as resp:
+            assert resp.headers["Content-Security-Policy"] is None
+    finally:
+        stop_worker(proc)
+    proc, base = start_gunicorn(workers=1, threads=2,
+                                env_overrides={"CONTENT_SECURITY_POLICY": "default-src 'self' https://cdn.example"})
+    try:
+        with urllib.request.urlopen(base + "/", timeout=10) as resp:
+            assert resp.headers["Content-Security-Policy"] == "default-src 'self' https://cdn.example"
+    finally:
+        stop_worker(proc)
+
+
 def _fetch(url: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as resp:

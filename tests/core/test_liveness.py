@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from datetime import timedelta
 
 import pytest
@@ -129,3 +130,23 @@ def test_liveness_every_pool_process_beats_idle_and_a_killed_one_is_replaced_rea
     finally:
         log = stop_worker(worker)
     assert "Unrecoverable" not in log, log[-3000:]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_liveness_a_notifications_worker_alone_does_not_pass_for_a_scoring_one(client):
+    # The scoring worker is dead; only the notifier (mail and webhooks) runs. Nothing would be scored,
+    # so /readyz's worker check must fail and the heartbeat age must not look fresh.
+    notifier = start_worker({"WORKER_HEARTBEAT_SECONDS": "0.5"}, pool="prefork", concurrency=1,
+                            queues="notifications")
+    try:
+        wait_until_ready(notifier)
+        wait_for(lambda: len(worker_pids(notifier)) == 1, timeout=30, message="the notifier's pool process")
+        time.sleep(3)  # six of its heartbeat periods
+        connection.close()
+        assert worker_heartbeat_age_seconds() is None
+        answer = client.get("/readyz")
+        assert answer.status_code == 503
+        assert answer.json()["checks"]["worker"]["ok"] is False
+    finally:
+        stop_worker(notifier)

@@ -129,3 +129,29 @@ def test_web_access_log_false_writes_no_access_line_and_every_other_line(db):
     records = [json.loads(line) for line in log.splitlines() if line.strip()]
     assert any(r["logger"].startswith("gunicorn.error") for r in records), records
     assert not [r for r in records if r["logger"] == "gunicorn.access"]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_logging_routine_periodic_jobs_write_no_line_when_they_find_nothing(db):
+    # Every periodic job (the sweeps, the round closer, the notifications sweep) runs every few seconds;
+    # with nothing to do, none of them may write Celery's "Sending due task" / "received" / "succeeded"
+    # lines, or an idle site writes a dozen lines a minute that bury everything else.
+    import time
+
+    from tests.support.worker import purge_broker, start_worker, wait_until_ready
+
+    purge_broker()
+    worker = start_worker({"SWEEP_INTERVAL_SECONDS": "0.5", "ROUND_CLOSE_INTERVAL_SECONDS": "0.5"}, beat=True,
+                          queues="scoring,notifications")
+    try:
+        wait_until_ready(worker)
+        time.sleep(4)  # eight runs of every job
+    finally:
+        log = stop_worker(worker)
+    assert "beat: Starting" in log
+    lines = [line for line in log.splitlines() if re.match(r"\d{4}-\d\d-\d\d ", line)]  # not the banner's task list
+    for job in ("sweep-stuck-submissions", "sweep_stuck_submissions", "sweep-round-versions", "close-due-rounds",
+                "sweep-notifications", "notifications.sweep"):
+        assert not [line for line in lines if job in line], f"{job} logged:\n" + "\n".join(
+            line for line in lines if job in line)[:2000]

@@ -166,3 +166,21 @@ def test_serve_restarts_a_worker_that_runs_but_makes_no_progress(mini_bundle, us
     finally:
         code = serve.stop()
     assert code == 0, serve.log()[-3000:]
+
+
+def test_serve_with_json_logs_writes_its_own_lines_as_json_too():
+    """docs/operations.md: with LOG_FORMAT=json every line is one JSON object, and serve starts Celery
+    quietly so that no banner breaks the stream. serve's own lines (which child started, a worker
+    restarted) must not break it either: a log shipper parsing JSON would drop or choke on them."""
+    serve = start_serve({"LOG_FORMAT": "json"})
+    try:
+        assert serve.pids("scoring worker")
+    finally:
+        serve.stop()
+    lines = [line for line in serve.log().splitlines() if line.strip()]
+    plain = [line for line in lines if line.startswith("serve:")]
+    assert not plain, "\n".join(plain)
+    messages = [json.loads(line) for line in lines if line.startswith("{")]
+    started = [m for m in messages if "scoring worker started" in m["message"]]
+    assert started and started[0]["level"] == "INFO"
+    assert any("stopped" in m["message"] for m in messages if m["message"].startswith("serve:"))

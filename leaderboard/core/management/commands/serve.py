@@ -23,6 +23,7 @@ is killed, the children get SIGTERM from the kernel (Linux).
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import signal
 import socket
@@ -145,11 +146,18 @@ class Command(BaseCommand):
         sys.exit(code)
 
     # -- output -----------------------------------------------------------------
+    # With LOG_FORMAT=json every line on stderr is one JSON object, serve's own included.
     def say(self, message: str) -> None:
+        if settings.LOG_FORMAT == "json":
+            logging.getLogger("leaderboard.serve").info("serve: %s", message)
+            return
         self.stderr.write(f"serve: {message}", style_func=lambda x: x)
         self.stderr.flush()
 
     def shout(self, lines: list[str]) -> None:
+        if settings.LOG_FORMAT == "json":
+            logging.getLogger("leaderboard.serve").error("serve: %s", " ".join(lines))
+            return
         bar = "!" * 78
         self.stderr.write("\n".join([bar, *[f"serve: {line}" for line in lines], bar]),
                           style_func=self.style.ERROR)
