@@ -422,7 +422,7 @@ DEID_LLM_TIMEOUT = envfloat("DEID_LLM_TIMEOUT", 60.0)
 # Every process logs to stderr, plain or JSON lines, each line with its request
 # (or task) id; unhandled exceptions with their traceback (leaderboard/logconfig.py).
 LOG_FORMAT = envchoice("LOG_FORMAT", "plain", ("plain", "json"))
-LOG_LEVEL = envstr("LOG_LEVEL", "INFO").upper()
+LOG_LEVEL = envchoice("LOG_LEVEL", "info", ("debug", "info", "warning", "error", "critical")).upper()
 LOGGING = logging_config(fmt=LOG_FORMAT, level=LOG_LEVEL)
 
 # --- Operations: /healthz, /readyz, /metrics and error reports (docs/operations.md) ----------

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +21,8 @@ from leaderboard.logconfig import JsonFormatter, RequestIdFilter, request_id_var
 from tests.support.http import Session
 from tests.support.server import start_gunicorn
 from tests.support.worker import stop_worker
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_logging_every_response_carries_a_request_id(client, db):
@@ -155,3 +161,15 @@ def test_logging_routine_periodic_jobs_write_no_line_when_they_find_nothing(db):
                 "sweep-notifications", "notifications.sweep"):
         assert not [line for line in lines if job in line], f"{job} logged:\n" + "\n".join(
             line for line in lines if job in line)[:2000]
+
+
+def test_a_log_level_that_does_not_exist_is_refused_naming_the_setting():
+    # Logging's own "Unable to configure logger 'leaderboard'" named neither the variable nor the levels.
+    env = {**os.environ, "LOG_LEVEL": "verbose", "DJANGO_SETTINGS_MODULE": "leaderboard.settings"}
+    run = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env, capture_output=True,
+                         text=True, timeout=60, cwd=ROOT)
+    assert run.returncode != 0
+    assert "LOG_LEVEL='verbose' is not one of debug, info, warning, error, critical" in run.stderr
+    env["LOG_LEVEL"] = "Warning"  # any case, as before
+    assert subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env, timeout=60,
+                          cwd=ROOT).returncode == 0
