@@ -23,6 +23,7 @@ from leaderboard.logconfig import JsonFormatter, PlainFormatter, RepeatedTraceba
 from tests.conftest import MINI_ROWS, submission_csv
 from tests.support.server import free_port, start_gunicorn
 from tests.support.signals import SignalsRound, signals_benchmark
+from tests.support.tcpproxy import silent_server
 from tests.support.worker import purge_broker, start_worker, stop_worker, wait_for, wait_until_ready
 
 LOOPBACK = {"REMOTE_ADDR": "127.0.0.1"}
@@ -133,37 +134,20 @@ def test_a_database_that_accepts_connections_but_never_answers_gives_503_within_
     """A PostgreSQL that takes the TCP connection and then says nothing (a hung or overloaded server,
     a half-open network path): /readyz and the pages answer 503 within seconds, as documented, rather
     than hold a gunicorn thread for as long as the operating system keeps the connection."""
-    import socket
-    import threading
     import time
 
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(50)
-    held: list[socket.socket] = []
-
-    def accept_and_say_nothing():
-        while True:
-            try:
-                held.append(silent.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept_and_say_nothing, daemon=True).start()
-    url = f"postgres://nobody@127.0.0.1:{silent.getsockname()[1]}/nothing"
-    proc, base = start_gunicorn(workers=1, threads=4, env_overrides={"DATABASE_URL": url}, ready_path="/healthz")
-    try:
-        started = time.monotonic()
-        status, headers, body = get(base + "/readyz")
-        readyz_seconds = time.monotonic() - started
-        started = time.monotonic()
-        page_status, page_headers, _ = get(base + "/api/benchmarks/")
-        page_seconds = time.monotonic() - started
-    finally:
-        log = stop_worker(proc)
-        silent.close()
-        for conn in held:
-            conn.close()
+    with silent_server() as port:
+        url = f"postgres://nobody@127.0.0.1:{port}/nothing"
+        proc, base = start_gunicorn(workers=1, threads=4, env_overrides={"DATABASE_URL": url}, ready_path="/healthz")
+        try:
+            started = time.monotonic()
+            status, headers, body = get(base + "/readyz")
+            readyz_seconds = time.monotonic() - started
+            started = time.monotonic()
+            page_status, page_headers, _ = get(base + "/api/benchmarks/")
+            page_seconds = time.monotonic() - started
+        finally:
+            log = stop_worker(proc)
     assert status == 503, log[-2000:]
     assert not json.loads(body)["checks"]["database"]["ok"]
     assert readyz_seconds < 15, readyz_seconds
@@ -176,50 +160,33 @@ def test_a_redis_that_accepts_connections_but_never_answers_still_takes_uploads(
     """docs/operations.md, "Redis down": uploads are still accepted (202) and wait in the outbox, and /readyz
     answers within seconds. A Redis that takes the connection and then says nothing (stuck, or a
     half-open network path) must not hold the upload, or the probe, for ever."""
-    import socket
-    import threading
     import time
 
     from leaderboard.core.api.auth import token_create
 
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(50)
-    held: list[socket.socket] = []
-
-    def accept_and_say_nothing():
-        while True:
-            try:
-                held.append(silent.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept_and_say_nothing, daemon=True).start()
-    _, key = token_create(user=users["owner"])
-    redis_url = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
-    proc, base = start_gunicorn(workers=1, threads=4, env_overrides={"REDIS_URL": redis_url}, ready_path="/healthz")
-    boundary = "auditboundary"
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\n"
-            f"Content-Type: text/csv\r\n\r\n").encode() + submission_csv(MINI_ROWS) + f"\r\n--{boundary}--\r\n".encode()
-    try:
-        started = time.monotonic()
-        upload = urllib.request.Request(
-            base + f"/api/benchmarks/{mini_benchmark.slug}/submissions/", data=body, method="POST",
-            headers={"Authorization": f"Token {key}", "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    with silent_server() as port:
+        _, key = token_create(user=users["owner"])
+        redis_url = f"redis://127.0.0.1:{port}/0"
+        proc, base = start_gunicorn(workers=1, threads=4, env_overrides={"REDIS_URL": redis_url}, ready_path="/healthz")
+        boundary = "auditboundary"
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\n"
+                f"Content-Type: text/csv\r\n\r\n").encode() + submission_csv(MINI_ROWS) + f"\r\n--{boundary}--\r\n".encode()
         try:
-            with urllib.request.urlopen(upload, timeout=30) as resp:
-                upload_status = resp.status
-        except urllib.error.HTTPError as err:
-            upload_status = err.code
-        upload_seconds = time.monotonic() - started
-        started = time.monotonic()
-        status, _, body_ready = get(base + "/readyz")
-        readyz_seconds = time.monotonic() - started
-    finally:
-        log = stop_worker(proc)
-        silent.close()
-        for conn in held:
-            conn.close()
+            started = time.monotonic()
+            upload = urllib.request.Request(
+                base + f"/api/benchmarks/{mini_benchmark.slug}/submissions/", data=body, method="POST",
+                headers={"Authorization": f"Token {key}", "Content-Type": f"multipart/form-data; boundary={boundary}"})
+            try:
+                with urllib.request.urlopen(upload, timeout=30) as resp:
+                    upload_status = resp.status
+            except urllib.error.HTTPError as err:
+                upload_status = err.code
+            upload_seconds = time.monotonic() - started
+            started = time.monotonic()
+            status, _, body_ready = get(base + "/readyz")
+            readyz_seconds = time.monotonic() - started
+        finally:
+            log = stop_worker(proc)
     assert upload_status == 202, log[-2000:]
     assert upload_seconds < 15, upload_seconds
     connection.close()

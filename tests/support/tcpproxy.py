@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class TcpRelay:
@@ -78,3 +80,28 @@ class TcpRelay:
                     s.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+
+@contextmanager
+def silent_server() -> Iterator[int]:
+    """A port that accepts every TCP connection and never says a word (a hung server, a half-open network
+    path): yields the port; the connections are closed on the way out."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(50)
+    held: list[socket.socket] = []
+
+    def accept_and_say_nothing() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept_and_say_nothing, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
