@@ -262,7 +262,11 @@ def invite_accept(*, invite_id: int, user) -> Team:
     with transaction.atomic():
         _lock_user(user.pk)
         invite = _pending(invite_id, user, accepting=True)
-        team = Team.objects.select_for_update().select_related("entrant", "benchmark").get(pk=invite.team_id)
+        # The team's row alone, NO KEY UPDATE: joins of one team queue here, while foreign-key checks (another
+        # join's events on this team, its memberships) never wait on it, nor on the entrant or benchmark rows
+        # a plain FOR UPDATE over the join would hold (two joins at once deadlocked on those).
+        team = (Team.objects.select_for_update(of=("self",), no_key=True).select_related("entrant", "benchmark")
+                .get(pk=invite.team_id))
         _deadline_refusal(team.benchmark, "no one can join a team any more")
         _size_refusal(team)
         inviter = invite.invited_by.username if invite.invited_by else "a member"
