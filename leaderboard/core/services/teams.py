@@ -248,8 +248,9 @@ def _pending(invite_id: int, user, *, accepting: bool = False) -> TeamInvite:
         raise _refused("no such invite of yours", status=404)
     if invite.status != Invite.PENDING:
         other = (TeamMembership.objects.select_related("team__entrant")
-                 .filter(user=user, benchmark_id=invite.team.benchmark_id).exclude(team=invite.team).first())
-        if accepting and invite.status == Invite.DECLINED and other is not None:  # closed when they joined it
+                 .filter(user=user, benchmark_id=invite.team.benchmark_id).exclude(team=invite.team).first()
+                 if accepting and invite.status == Invite.DECLINED else None)
+        if other is not None:  # closed when they joined it
             raise _refused(f"{user.username} is already in team {other.team.entrant.name} on "
                            f"{invite.team.benchmark.slug}; leave it first")
         raise _refused(f"this invite was {invite.status} already")
