@@ -3,7 +3,7 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
-application = get_wsgi_application()
+django_application = get_wsgi_application()
 
 # Import the views, the API and the kinds now, when a server process starts,
 # rather than during the first request it answers.
@@ -11,5 +11,10 @@ from django.urls import get_resolver  # noqa: E402
 
 from scoring.kinds import kind_names  # noqa: E402
 
+from leaderboard.core.api.replay import BoardReplay  # noqa: E402
+
 get_resolver().url_patterns  # noqa: B018 -- reading it imports the URLconf: the views and the API
 kind_names()
+
+# The board API's commonest read answered from the whole stack's own earlier answer (issue 26).
+application = BoardReplay(django_application)

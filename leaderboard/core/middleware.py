@@ -8,6 +8,7 @@ from django.conf import settings
 from django.http import HttpResponseBadRequest, HttpResponseNotFound, JsonResponse
 
 from leaderboard.core.inputs import text_problem
+from leaderboard.core.throttles import RATELIMIT
 from leaderboard.logconfig import request_id_var
 
 # An id a proxy (nginx's $request_id) or a client may pass in; anything else is replaced.
@@ -26,13 +27,18 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        incoming = request.META.get("HTTP_X_REQUEST_ID", "")
-        request_id = incoming if _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
-        request.request_id = request_id
-        request_id_var.set(request_id)
+        request.request_id = request_id = request_id_start(request.META)
         response = self.get_response(request)
         response["X-Request-ID"] = request_id
         return response
+
+
+def request_id_start(meta) -> str:
+    """This request's id, the incoming one if it is safe, set for every log line of the request."""
+    incoming = meta.get("HTTP_X_REQUEST_ID", "")
+    request_id = incoming if _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+    request_id_var.set(request_id)
+    return request_id
 
 
 def _is_api(request) -> bool:
@@ -126,6 +132,15 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
+def ratelimit_headers(meta) -> list[tuple[str, str]]:
+    """The RateLimit-* headers of what a throttle noted for this request (``throttles.ratelimit_note``)."""
+    noted = meta.get(RATELIMIT)
+    if noted is None:
+        return []
+    limit, remaining, reset = noted
+    return [("RateLimit-Limit", str(limit)), ("RateLimit-Remaining", str(remaining)), ("RateLimit-Reset", str(reset))]
+
+
 class ApiHeadersMiddleware:
     """``RateLimit-Limit``, ``RateLimit-Remaining`` and ``RateLimit-Reset`` (seconds) on every answer a
     throttle counted (the IETF draft's names), from what it noted (``throttles.ratelimit_note``); and
@@ -137,12 +152,8 @@ class ApiHeadersMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        noted = getattr(request, "ratelimit", None)
-        if noted is not None:
-            limit, remaining, reset = noted
-            response["RateLimit-Limit"] = str(limit)
-            response["RateLimit-Remaining"] = str(remaining)
-            response["RateLimit-Reset"] = str(reset)
+        for name, value in ratelimit_headers(request.META):
+            response[name] = value
         if _is_api(request):
             response["X-Min-Client-Version"] = settings.MIN_CLIENT_VERSION
         return response

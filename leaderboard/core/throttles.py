@@ -12,14 +12,29 @@ import math
 
 from rest_framework.throttling import ScopedRateThrottle, SimpleRateThrottle
 
+# What throttles leave for later steps of the same request, in its WSGI environ (``request.META``), so
+# that they hold from the board replay before Django (``leaderboard/core/api/replay.py``) to the view:
+RATELIMIT = "leaderboard.ratelimit"  # (limit, remaining, reset seconds), for the RateLimit-* headers
+PASSED = "leaderboard.throttles_passed"  # the throttle keys this request was counted under already
+PREFETCHED = "leaderboard.cache_prefetched"  # {key: value} of the cache keys a view asked to read
+
+
+def _meta(request) -> dict:
+    return getattr(request, "_request", request).META  # DRF's Request wraps the one middleware sees
+
 
 def ratelimit_note(request, *, limit: int, remaining: int, reset_seconds: int) -> None:
-    """Leave a throttle's verdict on the request for ``RateLimitHeadersMiddleware`` (``RateLimit-Limit``,
+    """Leave a throttle's verdict on the request for ``ApiHeadersMiddleware`` (``RateLimit-Limit``,
     ``-Remaining``, ``-Reset``). With several throttles on one request, the one with the fewest left is told."""
-    http_request = getattr(request, "_request", request)  # DRF's Request wraps the one middleware sees
-    previous = getattr(http_request, "ratelimit", None)
+    meta = _meta(request)
+    previous = meta.get(RATELIMIT)
     if previous is None or remaining < previous[1]:
-        http_request.ratelimit = (limit, remaining, reset_seconds)
+        meta[RATELIMIT] = (limit, remaining, reset_seconds)
+
+
+def prefetched(request) -> dict | None:
+    """The values of the keys the view's ``throttle_reads`` named, read in the throttle's round trip."""
+    return _meta(request).get(PREFETCHED)
 
 
 class AtomicRateThrottle(SimpleRateThrottle):
@@ -29,7 +44,7 @@ class AtomicRateThrottle(SimpleRateThrottle):
     (the file cache of the embedded default, Redis unreachable) DRF's own read and write.
 
     A view with ``throttle_reads(request) -> tuple of cache keys`` has them read in the same trip;
-    their values are left on the request as ``cache_prefetched`` (a dict) for the view."""
+    their values are left on the request for the view (``prefetched``)."""
 
     num_requests: int  # set by SimpleRateThrottle.__init__ (or per request), which DRF's stubs leave out
     duration: int
@@ -40,15 +55,15 @@ class AtomicRateThrottle(SimpleRateThrottle):
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True
-        http_request = getattr(request, "_request", request)  # DRF's Request wraps the one middleware sees
-        if self.key in getattr(http_request, "throttles_passed", ()):
-            return True  # counted once already (the board API's fast path, then its full view)
-        allowed = self._decide(request, view, http_request)
+        meta = _meta(request)
+        if self.key in meta.get(PASSED, ()):
+            return True  # counted once already (the board replay or the board API's fast path, then its full view)
+        allowed = self._decide(request, view, meta)
         if allowed:
-            http_request.throttles_passed = (*getattr(http_request, "throttles_passed", ()), self.key)
+            meta[PASSED] = (*meta.get(PASSED, ()), self.key)
         return allowed
 
-    def _decide(self, request, view, http_request) -> bool:
+    def _decide(self, request, view, meta: dict) -> bool:
         hit_of = getattr(self.cache, "throttle_hit", None)
         hit = None
         if hit_of is not None:
@@ -61,7 +76,7 @@ class AtomicRateThrottle(SimpleRateThrottle):
         # What ``wait`` and the RateLimit headers read of a history: its length and its oldest time.
         self.history = [hit.oldest] * hit.count if hit.oldest is not None else []
         if read:
-            http_request.cache_prefetched = hit.values
+            meta[PREFETCHED] = hit.values
         return hit.allowed
 
 

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from scoring.errors import RowError
 
-from leaderboard.core import selectors
+from leaderboard.core import selectors, throttles
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.parsers import CheckedJSONParser, InputRejected
@@ -283,11 +283,29 @@ def board_csv_answer(filename: str, read_page, shape) -> HttpResponse:
 def public_board_answer(request, slug: str) -> HttpResponse | None:
     """The board answer anyone may be given, from one cache read and no query (none more when the throttle
     read the board's generation: ``Leaderboard.throttle_reads``); None: not cached here yet."""
-    body = public_read(slug, _board_parts(request), getattr(request._request, "cache_prefetched", None))
+    body = public_read(slug, _board_parts(request), throttles.prefetched(request))
     return None if body is None else HttpResponse(body, content_type="application/json")
 
 
 _JSON_ACCEPTS = frozenset({"", "*/*", "application/json"})
+# In the request's environ: ``(parts, body)`` of the answer ``_fast_public_board`` gave (the board replay
+# learns from it).
+BOARD_SERVED = "leaderboard.board_served"
+
+
+def board_read_counted(request, slug: str) -> bool:
+    """Count a public read of the board ``slug`` with ``Leaderboard``'s throttles, in one Redis round trip
+    that also reads the board's generation (``throttles.prefetched``). False: refused (the full view
+    refuses it again, a refusal is not counted, and words the 429), or the board is not one this process
+    can answer from the cache. A request counted here is not counted again by the full view.
+
+    ``request``: Django's, or anything with its ``META`` and ``user`` (the board replay's)."""
+    keys = public_read_keys(slug)
+    if not keys:
+        return False
+    view = _ThrottleReads(keys)
+    return all(throttle_class().allow_request(request, view)  # type: ignore[arg-type]  # reads only throttle_reads
+               for throttle_class in Leaderboard.throttle_classes)
 
 
 def _fast_public_board(request, slug: str) -> HttpResponse | None:
@@ -298,18 +316,14 @@ def _fast_public_board(request, slug: str) -> HttpResponse | None:
     throttle is not counted again there)."""
     if (request.method != "GET" or "HTTP_AUTHORIZATION" in request.META or "format" in request.GET
             or settings.SESSION_COOKIE_NAME in request.COOKIES
-            or not {a.strip().lower() for a in request.META.get("HTTP_ACCEPT", "").split(",")} <= _JSON_ACCEPTS):
+            or not {a.strip().lower() for a in request.META.get("HTTP_ACCEPT", "").split(",")} <= _JSON_ACCEPTS
+            or not board_read_counted(request, slug)):
         return None
-    keys = public_read_keys(slug)
-    if not keys:
-        return None
-    view = _ThrottleReads(keys)
-    for throttle_class in Leaderboard.throttle_classes:
-        if not throttle_class().allow_request(request, view):  # type: ignore[arg-type]  # reads only throttle_reads
-            return None  # the full view refuses it again (a refusal is not counted) and words the 429
-    body = public_read(slug, _board_parts(request, request.GET), getattr(request, "cache_prefetched", None))
+    parts = _board_parts(request, request.GET)
+    body = public_read(slug, parts, throttles.prefetched(request))
     if body is None:
         return None
+    request.META[BOARD_SERVED] = (parts, body)
     response = HttpResponse(body, content_type="application/json")
     response["Allow"] = _LEADERBOARD_ALLOW
     patch_vary_headers(response, ("Accept",))

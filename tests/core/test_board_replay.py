@@ -1,0 +1,206 @@
+"""The board API's anonymous read answered before Django (``leaderboard/core/api/replay.py``), through the
+site's real WSGI application as gunicorn calls it.
+
+What a client sees must not change: the replayed answer is the whole stack's, byte for byte and header for
+header but for its own request id and rate-limit count; every request is counted once by the throttle and
+a refusal is still a 429; a board that changed, or a benchmark hidden since, is never answered from an
+older replay; requests carrying anything the answer could depend on that a replay does not agree on go to
+Django. Whether an answer was replayed is seen by counting the requests that reach Django's application.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import pytest
+from django.core.wsgi import get_wsgi_application
+from django.test import Client
+
+from leaderboard.core.api.replay import BoardReplay
+from leaderboard.core.metrics import HTTP_RESPONSES
+from leaderboard.core.throttles import VisitorRateThrottle
+from tests.core.test_board_cache import _upload
+
+API = "/api/benchmarks/mini-props/leaderboard/"
+PER_REQUEST = {"x-request-id", "ratelimit-remaining", "ratelimit-reset"}
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Site:
+    """The WSGI application as ``leaderboard/wsgi.py`` builds it, counting what reaches Django's."""
+
+    def __init__(self) -> None:
+        django_app = get_wsgi_application()
+        self.to_django = 0
+
+        def counted(environ, start_response):
+            self.to_django += 1
+            return django_app(environ, start_response)
+
+        self.app = BoardReplay(counted)
+
+    def get(self, path: str = API, query: str = "", address: str = "10.9.0.1", method: str = "GET", **headers):
+        environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "SCRIPT_NAME": "",
+                   "SERVER_NAME": "testserver", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
+                   "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(b""), "wsgi.errors": io.StringIO(),
+                   "REMOTE_ADDR": address, "HTTP_HOST": "testserver", "HTTP_ACCEPT": "*/*",
+                   "HTTP_USER_AGENT": "curl/8"}
+        environ.update(headers)
+        seen = {}
+
+        def start_response(status, response_headers, exc_info=None):
+            seen["status"], seen["headers"] = status, response_headers
+
+        result = self.app(environ, start_response)
+        body = b"".join(result)
+        getattr(result, "close", lambda: None)()
+        return Answer(int(seen["status"].split()[0]), seen["headers"], body)
+
+
+class Answer:
+    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.status, self.body = status, body
+        self.headers = {name.lower(): value for name, value in headers}
+        assert len(self.headers) == len(headers), headers  # no header twice
+
+    def json(self):
+        raw = gzip.decompress(self.body) if self.headers.get("content-encoding") == "gzip" else self.body
+        return json.loads(raw)
+
+    def steady_headers(self) -> dict[str, str]:
+        return {k: v for k, v in self.headers.items() if k not in PER_REQUEST}
+
+
+def _entrants(answer: Answer) -> list[str]:
+    return [row["entrant"] for row in answer.json()["rows"]]
+
+
+def test_a_replayed_answer_is_the_whole_stacks_and_each_read_is_counted_once(mini_benchmark, users, settings,
+                                                                              django_assert_num_queries):
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    limit = int(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["anon"].split("/")[0])
+    learned = [site.get(address="10.9.1.1") for _ in range(2)]  # builds the board, then the view's fast answer
+    assert site.to_django == 2
+    with django_assert_num_queries(0):
+        replayed = [site.get(address="10.9.1.1", HTTP_X_REQUEST_ID="trace-0123456789") for _ in range(3)]
+    assert site.to_django == 2, "the repeated reads were answered before Django"
+
+    whole_stack = Client().get(API, REMOTE_ADDR="10.9.1.2")  # Django's test client: never the replay
+    assert whole_stack.status_code == 200
+    for answer in (*learned, *replayed):
+        assert answer.status == 200
+        assert answer.body == whole_stack.content
+        assert answer.steady_headers() == {k.lower(): v for k, v in whole_stack.headers.items()
+                                           if k.lower() not in PER_REQUEST}
+    assert _entrants(replayed[-1]) == ["owner"]
+    # One count per read, learned or replayed; the id a proxy passed is kept, a new one made otherwise.
+    assert [int(a.headers["ratelimit-remaining"]) for a in (*learned, *replayed)] == [limit - n for n in range(1, 6)]
+    assert {a.headers["x-request-id"] for a in replayed} == {"trace-0123456789"}
+    assert learned[0].headers["x-request-id"] != learned[1].headers["x-request-id"]
+
+
+def test_a_changed_board_or_a_hidden_benchmark_is_never_answered_from_an_older_replay(mini_benchmark, users):
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    for _ in range(3):
+        site.get()
+    assert _entrants(site.get()) == ["owner"] and site.to_django == 2
+
+    _upload(users["member"], mini_benchmark, [10.0 - i for i in range(10)])
+    after = site.get()
+    assert sorted(_entrants(after)) == ["member", "owner"]
+    assert after.body == Client().get(API, REMOTE_ADDR="10.9.2.2").content
+    site.get()
+    django_before = site.to_django
+    assert sorted(_entrants(site.get())) == ["member", "owner"] and site.to_django == django_before  # replayed anew
+
+    mini_benchmark.is_published = False
+    mini_benchmark.save()
+    hidden = site.get()
+    assert hidden.status == 404 and "rows" not in hidden.json()
+
+
+def test_gzip_answers_replay_the_same_board_compressed(mini_benchmark, users):
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    plain = site.get()
+    zipped = [site.get(HTTP_ACCEPT_ENCODING="gzip, deflate, br") for _ in range(3)]
+    assert site.to_django == 2  # the plain read built the board; the first compressed read was learned
+    for answer in zipped:
+        assert answer.headers["content-encoding"] == "gzip"
+        assert gzip.decompress(answer.body) == plain.body
+        assert int(answer.headers["content-length"]) == len(answer.body)
+        assert "Accept-Encoding" in answer.headers["vary"]
+
+
+def test_the_throttle_still_refuses_with_its_429(mini_benchmark, users, monkeypatch):
+    monkeypatch.setattr(VisitorRateThrottle, "THROTTLE_RATES", {**VisitorRateThrottle.THROTTLE_RATES, "anon": "4/min"})
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    answers = [site.get(address="10.9.4.1") for _ in range(6)]
+    assert [a.status for a in answers] == [200, 200, 200, 200, 429, 429]
+    assert answers[3].headers["ratelimit-remaining"] == "0"
+    assert "retry-after" in answers[4].headers and "throttled" in json.dumps(answers[4].json()).lower()
+    assert site.get(address="10.9.4.2").status == 200  # another client is counted apart
+
+
+def test_replayed_reads_count_clients_by_the_address_the_throttle_trusts(mini_benchmark, users, monkeypatch,
+                                                                        settings):
+    """Behind one trusted proxy the client is the last X-Forwarded-For address; with none (the default) a
+    client cannot pick a new address per request by sending the header."""
+    monkeypatch.setattr(VisitorRateThrottle, "THROTTLE_RATES", {**VisitorRateThrottle.THROTTLE_RATES, "anon": "3/min"})
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    spoofed = [site.get(address="10.9.5.1", HTTP_X_FORWARDED_FOR=f"203.0.113.{i}") for i in range(5)]
+    assert [a.status for a in spoofed] == [200, 200, 200, 429, 429]
+
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    proxy = "10.9.5.2"
+    first = [site.get(address=proxy, HTTP_X_FORWARDED_FOR="198.51.100.7") for _ in range(4)]
+    assert [a.status for a in first] == [200, 200, 200, 429]
+    assert site.get(address=proxy, HTTP_X_FORWARDED_FOR="198.51.100.8").status == 200
+    assert site.to_django == 5  # the first two reads (built, then kept) and the three refusals; the rest replayed
+
+
+@pytest.mark.parametrize("extra", [
+    {"HTTP_COOKIE": "sessionid=abc"},
+    {"HTTP_COOKIE": "theme=dark"},
+    {"HTTP_AUTHORIZATION": "Token not-a-token"},
+    {"HTTP_IF_NONE_MATCH": '"x"'},
+    {"HTTP_ACCEPT": "text/html"},
+    {"method": "HEAD"},
+    {"query": "format=csv"},
+], ids=["session", "cookie", "token", "conditional", "html", "head", "csv"])
+def test_requests_a_replay_does_not_fit_go_to_django(mini_benchmark, users, extra):
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    for _ in range(3):
+        site.get()
+    before = site.to_django
+    site.get(**extra)
+    site.get(**extra)
+    assert site.to_django == before + 2
+
+
+def test_a_host_not_allowed_is_djangos_400(mini_benchmark, users):
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    for _ in range(3):
+        site.get()
+    assert site.get(HTTP_HOST="evil.example").status == 400
+
+
+def test_replayed_answers_are_counted_in_metrics(mini_benchmark, users):
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    for _ in range(3):
+        site.get()
+    counter = HTTP_RESPONSES.labels(status="2xx")
+    before = counter._value.get()
+    for _ in range(4):
+        site.get()
+    assert site.to_django == 2
+    assert counter._value.get() == before + 4
