@@ -13,6 +13,7 @@ answer then costs one Redis call instead of three).
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -63,7 +64,33 @@ for i = 2, #KEYS do reply[#reply + 1] = redis.call('GET', KEYS[i]) end
 return reply
 """
 HISTORY_SUFFIX = ":times"
-_script: list[redis.commands.core.Script] = []  # made once per process (its SHA is loaded on first use)
+_THROTTLE_SHA = hashlib.sha1(_THROTTLE_SCRIPT.encode()).hexdigest()  # the name Redis gives the script
+
+
+def _throttle_script(client: redis.Redis, keys: list[str], args: list) -> list:
+    """The throttle script's reply, sent as EVALSHA on a connection of ``client``'s pool, and loaded
+    first if Redis does not have it (a restarted server, ``SCRIPT FLUSH``).
+
+    Straight on the connection: redis-py's command layer (its retry wrapper, observability hooks and
+    reply callbacks, none of which this script needs) cost about as much CPU as the round trip itself,
+    and this runs on every throttled request (issue 26). A connection that failed mid-command is
+    closed rather than given back with a reply half read."""
+    pool = client.connection_pool
+    connection = pool.get_connection()
+    try:
+        try:
+            connection.send_command("EVALSHA", _THROTTLE_SHA, len(keys), *keys, *args)
+            return connection.read_response()
+        except redis.exceptions.NoScriptError:
+            connection.send_command("SCRIPT", "LOAD", _THROTTLE_SCRIPT)
+            connection.read_response()
+            connection.send_command("EVALSHA", _THROTTLE_SHA, len(keys), *keys, *args)
+            return connection.read_response()
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+        connection.disconnect()
+        raise
+    finally:
+        pool.release(connection)
 
 
 class ThrottleHit:
@@ -129,14 +156,11 @@ class ResilientRedisCache(RedisCache):
         if self._is_down():
             return None
         client = self._cache.get_client(key, write=True)
-        if not _script:
-            _script.append(client.register_script(_THROTTLE_SCRIPT))
-        script = _script[0]  # called with this thread's client: EVALSHA, loading the script if Redis lacks it
         # Our own keys: no memcached-style check. The history is a list under its own name, never the
         # pickled list DRF's read and write keep under ``key`` (the fallback's, or a version before this).
         keys = [self.make_key(key) + HISTORY_SUFFIX, *(self.make_key(k) for k in read)]
         try:
-            allowed, count, oldest, *values = script(keys=keys, args=[repr(now), duration, limit], client=client)
+            allowed, count, oldest, *values = _throttle_script(client, keys, [repr(now), duration, limit])
         except self._errors as exc:
             self._failed(exc)
             return None

@@ -111,3 +111,18 @@ def test_a_history_left_by_drfs_read_and_write_does_not_break_the_script(mini_be
     assert [a.status_code for a in answers] == [200, 200, 200]
     assert [int(a["RateLimit-Remaining"]) for a in answers] == [_anon_limit(settings) - i for i in (1, 2, 3)]
     assert not cache._is_down()
+
+
+def test_the_throttle_reloads_its_script_after_redis_lost_it(mini_benchmark, settings):
+    """A restarted Redis (or SCRIPT FLUSH) no longer has the script: the next request loads it again and
+    is counted, with no error and no fallback to the process's memory."""
+    if not _on_redis():
+        pytest.skip("Redis only")
+    limit = _anon_limit(settings)
+    assert int(_get(Client(), "10.4.0.1", "/api/benchmarks/")["RateLimit-Remaining"]) == limit - 1
+    _raw_redis().script_flush()
+    after = [_get(Client(), "10.4.0.1", "/api/benchmarks/") for _ in range(2)]
+    assert [a.status_code for a in after] == [200, 200]
+    assert [int(a["RateLimit-Remaining"]) for a in after] == [limit - 2, limit - 3]
+    assert not cache._is_down()
+
