@@ -11,10 +11,10 @@ from django.urls import get_resolver  # noqa: E402
 
 from scoring.kinds import kind_names  # noqa: E402
 
-from leaderboard.core.api.replay import BoardReplay  # noqa: E402
+from leaderboard.replay import PublicReplay  # noqa: E402
 
 get_resolver().url_patterns  # noqa: B018 -- reading it imports the URLconf: the views and the API
 kind_names()
 
-# The board API's commonest read answered from the whole stack's own earlier answer (issue 26).
-application = BoardReplay(django_application)
+# The commonest public reads answered from the whole stack's own earlier answer (issue 26).
+application = PublicReplay(django_application)

@@ -229,6 +229,11 @@ def single_flight(key: tuple, build: Callable[[], Any], *, wait: float) -> tuple
         running.set()
 
 
+# In a request's environ: ``(parts, value)`` of the public entry its answer was made of, left by the view
+# that answered from ``public_read`` alone; the replay before Django learns from it (leaderboard/replay.py).
+SERVED = "leaderboard.public_served"
+
+
 def public_read_keys(slug: str) -> tuple[str, ...]:
     """The cache keys ``public_read(slug, ...)`` reads first (the benchmark's generation), for a caller
     that reads them in a round trip it makes anyway (the throttle's) and passes them as ``prefetched``."""

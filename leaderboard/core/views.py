@@ -33,6 +33,7 @@ from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import delivery, presentation, selectors
 from leaderboard.core.boardcache import (
+    SERVED,
     cached_read,
     caching,
     current_generation,
@@ -199,6 +200,7 @@ def anonymous_page_cache(view):
                 return built
             hit = public_read(slug, parts)
         if hit is not None:
+            request.META[SERVED] = (parts, hit)  # what the replay before Django may answer next time
             return _shared_response(hit)
         return render_shared(request, slug, parts)[0]  # nothing stored (not shareable, cache off): its own
 

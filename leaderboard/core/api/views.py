@@ -23,7 +23,7 @@ from leaderboard.core import selectors, throttles
 from leaderboard.core.api import serializers as s
 from leaderboard.core.api.errors import error_response
 from leaderboard.core.api.parsers import CheckedJSONParser, InputRejected
-from leaderboard.core.boardcache import cached_read, public_read, public_read_keys
+from leaderboard.core.boardcache import SERVED, cached_read, public_read, public_read_keys
 from leaderboard.core.csvexport import csv_response
 from leaderboard.core.models import Benchmark, Entrant, Submission, TeamMembership
 from leaderboard.core.quota import QuotaExceeded, quota_remaining
@@ -288,9 +288,6 @@ def public_board_answer(request, slug: str) -> HttpResponse | None:
 
 
 _JSON_ACCEPTS = frozenset({"", "*/*", "application/json"})
-# In the request's environ: ``(parts, body)`` of the answer ``_fast_public_board`` gave (the board replay
-# learns from it).
-BOARD_SERVED = "leaderboard.board_served"
 
 
 def board_read_counted(request, slug: str) -> bool:
@@ -323,7 +320,7 @@ def _fast_public_board(request, slug: str) -> HttpResponse | None:
     body = public_read(slug, parts, throttles.prefetched(request))
     if body is None:
         return None
-    request.META[BOARD_SERVED] = (parts, body)
+    request.META[SERVED] = (parts, body)
     response = HttpResponse(body, content_type="application/json")
     response["Allow"] = _LEADERBOARD_ALLOW
     patch_vary_headers(response, ("Accept",))

@@ -1,30 +1,31 @@
-"""The board API's commonest read answered before Django's middleware, from the whole stack's own answer (issue 26).
+"""The commonest public reads answered before Django's middleware, from the whole stack's own answer (issue 26).
 
-Scripts and dashboards poll ``GET /api/benchmarks/<slug>/leaderboard/`` anonymously, and most of
-what such a read cost was Django itself: building the request, fourteen middleware, resolving the
-URL, for an answer that is the same bytes for everyone until the board changes. ``BoardReplay``
-wraps the WSGI application (``leaderboard/wsgi.py``). The first time a request of a given shape (the
-same path, query, host, scheme, proxy headers, ``Accept`` and ``Accept-Encoding``) is answered by the
-board API's fast path (``api.views._fast_public_board``: a board cached for everyone), it keeps what
-the whole stack sent: the status, every header (content security policy, frame options, ``Vary``,
-``Allow``, the client version, gzip's encoding...) and the body as encoded. A later request of that
-shape is then
+Scripts and dashboards poll a board's JSON (``GET /api/benchmarks/<slug>/leaderboard/``) and visitors
+open a benchmark's page (``GET /b/<slug>/``) without signing in, and most of what such a read cost
+was Django itself: building the request, fourteen middleware, resolving the URL, for an answer that
+is the same bytes for everyone until the board changes. ``PublicReplay`` wraps the WSGI application
+(``leaderboard/wsgi.py``). The first time a request of a given shape (the same path, query, host,
+scheme, proxy headers, ``Accept`` and ``Accept-Encoding``) is answered from a public cache entry
+(``boardcache.public_read``: the board API's fast path, the anonymous page cache; the view leaves
+the entry in the environ, ``boardcache.SERVED``), it keeps what the whole stack sent: the status,
+every header (content security policy, frame options, ``Vary``, ``Allow``, the client version,
+gzip's encoding...) and the body as encoded. A later request of that shape is then
 
-1. counted by the board API's own throttle, in the single Redis round trip that also reads the
-   board's generation (``api.views.board_read_counted``, what the view's fast path calls);
-2. checked against the board's public answer as the view would read it (``boardcache.public_read``:
-   current, cached for everyone, its visibility decided when it was stored), which must be the body
-   that was kept;
-3. sent what was kept, with the headers that belong to one request made afresh: ``X-Request-ID`` and
-   ``RateLimit-*``; the answer is counted in ``/metrics``.
+1. for the board API, counted by its own throttle, in the single Redis round trip that also reads
+   the board's generation (``api.views.board_read_counted``, what the view's fast path calls);
+2. checked against the public entry as the view would read it (``public_read``: current, cached
+   for everyone, its visibility decided when it was stored), which must be the one that was kept;
+3. sent what was kept, with the headers that belong to one request made afresh: ``X-Request-ID``
+   and ``RateLimit-*``; the answer is counted in ``/metrics``.
 
 Anything else goes to Django unchanged: another path or method; a request carrying credentials, a
 cookie, a body or any header outside ``_IGNORED`` and ``_KEYED``; a throttle refusal (Django refuses
 it again without counting it, and words the 429); a board that changed (Django answers, counted once:
 the throttle marks the request in its environ, and its answer is kept in place of the old one).
 Django's gzip adds random bytes to each compressed answer against BREACH, which guesses a secret from
-the sizes of answers that reflect the attacker's input beside it; a public board holds no secret, so
-a replay sends one compressed copy until the board changes.
+the sizes of answers that reflect the attacker's input beside it; these answers hold no secret (a
+page is kept only if it has no CSRF token and set no cookie), so a replay sends one compressed copy
+until the board changes.
 """
 from __future__ import annotations
 
@@ -33,37 +34,44 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http.request import HttpHeaders
 
-from leaderboard.core.api.views import BOARD_SERVED, board_read_counted
-from leaderboard.core.boardcache import public_read
+from leaderboard.core.api.views import board_read_counted
+from leaderboard.core.boardcache import SERVED, public_read
 from leaderboard.core.metrics import http_observe
 from leaderboard.core.middleware import ratelimit_headers, request_id_start
 from leaderboard.core.throttles import prefetched
 
-_BOARD_PATH = re.compile(r"/api/benchmarks/([-a-zA-Z0-9_]+)/leaderboard/\Z")
+# The reads replayed: the path, and whether the board API's throttle counts them.
+_ROUTES = ((re.compile(r"/api/benchmarks/([-a-zA-Z0-9_]+)/leaderboard/\Z"), True),
+           (re.compile(r"/b/([-a-zA-Z0-9_]+)/\Z"), False))
 # Headers that differ from one request to the next: never kept, made afresh for each replay.
 _PER_REQUEST = frozenset({"x-request-id", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"})
 # Request headers the answer may depend on: part of what a replay must agree on (with the path, the
-# query, the scheme and the server's name and port, and the proxy's HTTPS header: ``_key``).
+# query, the scheme and the server's name and port, and the proxy's HTTPS header: ``_keyed``).
 _KEYED = ("HTTP_HOST", "HTTP_ACCEPT", "HTTP_ACCEPT_ENCODING", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT",
           "HTTP_X_FORWARDED_PROTO")
-# Request headers nothing on this path reads but the throttle (the client's address, read afresh) and
-# the request id: a request carrying any header outside these two lists goes to Django.
-_IGNORED = frozenset({"HTTP_USER_AGENT", "HTTP_CONNECTION", "HTTP_X_REQUEST_ID", "HTTP_X_FORWARDED_FOR",
-                      "HTTP_X_REAL_IP", "HTTP_REFERER", "HTTP_CACHE_CONTROL", "HTTP_PRAGMA", "HTTP_ACCEPT_LANGUAGE",
-                      "HTTP_DNT", "HTTP_TE", "HTTP_KEEP_ALIVE"})
+# Request headers nothing on these paths reads but the throttle (the client's address, read afresh) and
+# the request id (browsers send the rest): a request carrying any header outside these two lists goes
+# to Django.
+_IGNORED = frozenset({
+    "HTTP_USER_AGENT", "HTTP_CONNECTION", "HTTP_X_REQUEST_ID", "HTTP_X_FORWARDED_FOR", "HTTP_X_REAL_IP",
+    "HTTP_REFERER", "HTTP_CACHE_CONTROL", "HTTP_PRAGMA", "HTTP_ACCEPT_LANGUAGE", "HTTP_DNT", "HTTP_TE",
+    "HTTP_KEEP_ALIVE", "HTTP_UPGRADE_INSECURE_REQUESTS", "HTTP_PRIORITY", "HTTP_SEC_GPC", "HTTP_SEC_FETCH_DEST",
+    "HTTP_SEC_FETCH_MODE", "HTTP_SEC_FETCH_SITE", "HTTP_SEC_FETCH_USER", "HTTP_SEC_CH_UA", "HTTP_SEC_CH_UA_MOBILE",
+    "HTTP_SEC_CH_UA_PLATFORM"})
 _ENTRIES = 128
 
 
 class _Entry(NamedTuple):
     slug: str
-    parts: tuple  # the cache entry's parts the view read (``public_read``)
-    served: bytes  # the board's cached answer the view served
+    throttled: bool
+    parts: tuple  # the public entry's parts the view read (``public_read``)
+    served: Any  # the public entry's value the answer was made of
     status: str
     headers: list[tuple[str, str]]  # without ``_PER_REQUEST``
     body: bytes  # as sent (gzip-compressed when the client accepted it)
@@ -71,7 +79,7 @@ class _Entry(NamedTuple):
 
 class _Visitor:
     """What the throttle reads of a request: its environ, and who asks (nobody signed in: no cookie,
-    no credentials reach the replay)."""
+    no credentials reach a replay)."""
 
     user = AnonymousUser()
 
@@ -83,8 +91,8 @@ class _Visitor:
         return HttpHeaders(self.META)
 
 
-class BoardReplay:
-    """WSGI middleware: ``BoardReplay(django_application)``; see the module's docstring."""
+class PublicReplay:
+    """WSGI middleware: ``PublicReplay(django_application)``; see the module's docstring."""
 
     def __init__(self, app: Callable) -> None:
         self.app = app
@@ -106,11 +114,14 @@ class BoardReplay:
         if entry is None:
             return self._learn(key, environ, start_response)
         started = time.perf_counter()
-        visitor = _Visitor(environ)
-        if not board_read_counted(visitor, entry.slug):
-            return self.app(environ, start_response)  # refused: Django refuses it again, uncounted
-        body = public_read(entry.slug, entry.parts, prefetched(visitor))
-        if body is None or not (body is entry.served or body == entry.served):
+        if entry.throttled:
+            visitor = _Visitor(environ)
+            if not board_read_counted(visitor, entry.slug):
+                return self.app(environ, start_response)  # refused: Django refuses it again, uncounted
+            value = public_read(entry.slug, entry.parts, prefetched(visitor))
+        else:
+            value = public_read(entry.slug, entry.parts)
+        if value is None or not (value is entry.served or value == entry.served):
             return self._learn(key, environ, start_response)  # counted once: the throttle marked the environ
         start_response(entry.status, [*entry.headers, *ratelimit_headers(environ),
                                       ("X-Request-ID", request_id_start(environ))])
@@ -119,8 +130,10 @@ class BoardReplay:
 
     def _key(self, environ: dict) -> tuple | None:
         """What a request this may answer must agree on with the one whose answer was kept; None: not one."""
-        if (environ.get("REQUEST_METHOD") != "GET" or environ.get("CONTENT_LENGTH") not in (None, "", "0")
-                or not _BOARD_PATH.match(environ.get("PATH_INFO", ""))):
+        if environ.get("REQUEST_METHOD") != "GET" or environ.get("CONTENT_LENGTH") not in (None, "", "0"):
+            return None
+        path = environ.get("PATH_INFO", "")
+        if not any(pattern.match(path) for pattern, _ in _ROUTES):
             return None
         known = self._known
         for name in environ:
@@ -129,7 +142,7 @@ class BoardReplay:
         return tuple(environ.get(name) for name in self._keyed)
 
     def _learn(self, key: tuple, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        """Django's answer, kept to replay when it was the board's public answer."""
+        """Django's answer, kept to replay when it was made of a public entry."""
         seen: list = []
 
         def capture(status: str, headers: list[tuple[str, str]], exc_info=None):
@@ -137,7 +150,7 @@ class BoardReplay:
             return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
 
         result = self.app(environ, capture)
-        served = environ.get(BOARD_SERVED)
+        served = environ.get(SERVED)
         if (served is None or not seen or not seen[0].startswith("200 ")
                 or any(name.lower() == "set-cookie" for name, _ in seen[1])):
             return result
@@ -147,8 +160,10 @@ class BoardReplay:
             close = getattr(result, "close", None)
             if close is not None:
                 close()
-        slug = _BOARD_PATH.match(environ["PATH_INFO"]).group(1)  # type: ignore[union-attr]  # matched in _key
-        entry = _Entry(slug, served[0], served[1], seen[0],
+        path = environ["PATH_INFO"]
+        slug, throttled = next((match.group(1), throttled) for pattern, throttled in _ROUTES
+                               if (match := pattern.match(path)))
+        entry = _Entry(slug, throttled, served[0], served[1], seen[0],
                        [(n, v) for n, v in seen[1] if n.lower() not in _PER_REQUEST], body)
         with self._lock:
             self._entries[key] = entry

@@ -1,5 +1,5 @@
-"""The board API's anonymous read answered before Django (``leaderboard/core/api/replay.py``), through the
-site's real WSGI application as gunicorn calls it.
+"""The board API's anonymous read and the anonymous benchmark page answered before Django
+(``leaderboard/replay.py``), through the site's real WSGI application as gunicorn calls it.
 
 What a client sees must not change: the replayed answer is the whole stack's, byte for byte and header for
 header but for its own request id and rate-limit count; every request is counted once by the throttle and
@@ -17,9 +17,9 @@ import pytest
 from django.core.wsgi import get_wsgi_application
 from django.test import Client
 
-from leaderboard.core.api.replay import BoardReplay
 from leaderboard.core.metrics import HTTP_RESPONSES
 from leaderboard.core.throttles import VisitorRateThrottle
+from leaderboard.replay import PublicReplay
 from tests.core.test_board_cache import _upload
 
 API = "/api/benchmarks/mini-props/leaderboard/"
@@ -39,7 +39,7 @@ class Site:
             self.to_django += 1
             return django_app(environ, start_response)
 
-        self.app = BoardReplay(counted)
+        self.app = PublicReplay(counted)
 
     def get(self, path: str = API, query: str = "", address: str = "10.9.0.1", method: str = "GET", **headers):
         environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "SCRIPT_NAME": "",
@@ -117,10 +117,13 @@ def test_a_changed_board_or_a_hidden_benchmark_is_never_answered_from_an_older_r
     django_before = site.to_django
     assert sorted(_entrants(site.get())) == ["member", "owner"] and site.to_django == django_before  # replayed anew
 
+    for _ in range(3):
+        assert site.get("/b/mini-props/").status == 200  # the page replayed too
     mini_benchmark.is_published = False
     mini_benchmark.save()
     hidden = site.get()
     assert hidden.status == 404 and "rows" not in hidden.json()
+    assert site.get("/b/mini-props/").status == 404
 
 
 def test_gzip_answers_replay_the_same_board_compressed(mini_benchmark, users):
@@ -204,3 +207,36 @@ def test_replayed_answers_are_counted_in_metrics(mini_benchmark, users):
         site.get()
     assert site.to_django == 2
     assert counter._value.get() == before + 4
+
+
+PAGE = "/b/mini-props/"
+BROWSER = {"HTTP_ACCEPT": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+           "HTTP_ACCEPT_LANGUAGE": "en-GB,en;q=0.9", "HTTP_SEC_FETCH_MODE": "navigate", "HTTP_SEC_FETCH_DEST": "document",
+           "HTTP_UPGRADE_INSECURE_REQUESTS": "1"}
+
+
+def test_the_anonymous_benchmark_page_is_replayed_until_its_board_changes(mini_benchmark, users):
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    learned = [site.get(PAGE, **BROWSER) for _ in range(2)]  # rendered and stored, then answered from the cache
+    replayed = [site.get(PAGE, **BROWSER) for _ in range(3)]
+    assert site.to_django == 2
+    whole_stack = Client().get(PAGE, HTTP_ACCEPT=BROWSER["HTTP_ACCEPT"])
+    for answer in (*learned, *replayed):
+        assert answer.status == 200 and answer.body == whole_stack.content
+        assert answer.steady_headers() == {k.lower(): v for k, v in whole_stack.headers.items()
+                                           if k.lower() not in PER_REQUEST}
+        assert "set-cookie" not in answer.headers and "ratelimit-limit" not in answer.headers
+    assert b">owner<" in replayed[-1].body and b">member<" not in replayed[-1].body
+
+    _upload(users["member"], mini_benchmark, [10.0 - i for i in range(10)])
+    after = site.get(PAGE, **BROWSER)
+    assert b">member<" in after.body and after.body == Client().get(PAGE).content
+
+    signed_in = Client()
+    signed_in.force_login(users["owner"])
+    cookie = "; ".join(f"{k}={m.value}" for k, m in signed_in.cookies.items())
+    before = site.to_django
+    mine = site.get(PAGE, HTTP_COOKIE=cookie, **BROWSER)
+    assert site.to_django == before + 1 and b'title="Signed in">owner<' in mine.body  # never the shared page
+
