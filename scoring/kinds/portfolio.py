@@ -626,8 +626,11 @@ class PortfolioKind(RoundKind):
             order = {e: i for i, e in enumerate(cs.members)}
             set_rows.sort(key=lambda row: (row["score"] is None, -(row["score"] or 0.0), -row["return_sum"],
                                            order[row["entrant"]]))
-            for rank, row in enumerate(set_rows, start=1):
+            ranked = [row for row in set_rows if row["score"] is not None]
+            for rank, row in enumerate(ranked, start=1):
                 row["rank"] = rank
+            for row in set_rows[len(ranked):]:  # no score (no shared round, or a loss on a zero oracle sum)
+                row["rank"] = None  # unranked, after the ranked rows
             _set_intervals(set_rows, [[returns[row["entrant"]][n] for n in cs.rounds] for row in set_rows],
                            [oracle[n] for n in cs.rounds], seed=board_seed("comparison_set", track, *cs.members))
             sets.append({"members": list(cs.members), "joined": list(cs.joined), "rounds": list(cs.rounds),

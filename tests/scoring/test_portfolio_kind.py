@@ -211,6 +211,21 @@ def test_standings_a_set_with_no_shared_round_has_no_score():
     second = doc["sets"][1]
     assert second["members"] == ["a", "b"] and second["rounds"] == []
     assert [r["score"] for r in second["rows"]] == [None, None] and second["oracle_sum"] == 0
+    # No score, no rank: neither row is placed ahead of the other (joining order, a first).
+    assert [(r["rank"], r["entrant"]) for r in second["rows"]] == [(None, "a"), (None, "b")]
+    assert [r["rank_range"] for r in second["rows"]] == [None, None]
+
+
+def test_standings_rows_without_a_score_are_unranked_after_the_ranked_ones():
+    # One round whose best option is cash (oracle 0): a held cash (0%) and matches it, 100; b lost 5% and
+    # c lost 2%, losses against a zero oracle, so no score (n/a). Only a is ranked; c (-2%) is listed
+    # before b (-5%) by summed return, both without a rank.
+    doc = KIND.standings([result(1, {"b": -0.05, "a": 0.0, "c": -0.02}, 0.0)], {}) \
+        .documents[("weekly", "comparison_sets")]
+    (only,) = doc["sets"]
+    assert [(r["rank"], r["entrant"], r["score"]) for r in only["rows"]] == [
+        (1, "a", 100.0), (None, "c", None), (None, "b", None)]
+    assert only["rows"][0]["rank_range"] == [1, 1]
 
 
 def test_round_public_summarises_consistency_runs_apart():
