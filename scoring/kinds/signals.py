@@ -123,6 +123,7 @@ class SignalsKind(RoundKind):
     ranking_metric = "corr"
     submission_formats = ("csv",)
     round_template = "core/kinds/signals_round.html"
+    uses_stakes = True  # the meta model (MMC, CWMM) and the benchmark meta model (BMC) are stake-weighted
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
