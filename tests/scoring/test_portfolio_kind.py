@@ -99,6 +99,40 @@ def test_sum_within_a_hundredth_is_accepted():
         KIND.parse_round_submission(bad, filename="p.json", universe=universe(), config={})
 
 
+def test_an_unknown_or_repeated_option_and_a_wrong_sum_are_all_reported_at_once():
+    # AAA 60 + ZZZ 30 = 90: ZZZ is not in the universe, and the percents sent sum to 90, not 100.
+    # AAA 60 + AAA 30 + CASH 20 = 110: AAA listed twice, and the sum is 110.
+    cases = [
+        ([{"option": "AAA", "percent": 60}, {"option": "ZZZ", "percent": 30}], "option,percent\nAAA,60\nZZZ,30\n",
+         (2, "unknown option"), "90"),
+        ([{"option": "AAA", "percent": 60}, {"option": "AAA", "percent": 30}, {"option": "CASH", "percent": 20}],
+         "option,percent\nAAA,60\nAAA,30\nCASH,20\n", (2, "listed twice"), "110"),
+    ]
+    for allocations, csv_text, (i, problem), total in cases:
+        with pytest.raises(ValidationFailed) as info:
+            KIND.parse_round_submission(body(allocations=allocations), filename="p.json", universe=universe(),
+                                        config={})
+        found = {(e.row, e.column): e.message for e in info.value.errors}
+        assert set(found) == {(i, f"allocations[{i}].option"), (None, "allocations")}, found
+        assert problem in found[(i, f"allocations[{i}].option")]
+        assert found[(None, "allocations")].endswith(f"they sum to {total}")
+        with pytest.raises(ValidationFailed) as info:
+            KIND.parse_round_submission(csv_text.encode(), filename="p.csv", universe=universe(), config={})
+        found = {(e.row, e.column): e.message for e in info.value.errors}
+        assert set(found) == {(i + 1, "option"), (None, "percent")}, found  # CSV rows count the header
+        assert found[(None, "percent")].endswith(f"they sum to {total}")
+
+
+def test_no_sum_is_claimed_when_a_percent_or_an_allocation_cannot_be_read():
+    # "abc" is no number, and the second allocation has no percent: the sum of the rest would mislead.
+    for allocations in ([{"option": "AAA", "percent": "abc"}, {"option": "CASH", "percent": 20}],
+                        [{"option": "AAA", "percent": 60}, {"option": "CASH"}]):
+        with pytest.raises(ValidationFailed) as info:
+            KIND.parse_round_submission(body(allocations=allocations), filename="p.json", universe=universe(),
+                                        config={})
+        assert not any("sum to" in e.message for e in info.value.errors), info.value.errors
+
+
 def inputs(values, prices: bytes, final=True):
     u = universe()
     truth = KIND.parse_truth(prices, filename="t.csv", universe=u, config={}, final=final,
