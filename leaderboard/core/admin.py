@@ -117,7 +117,7 @@ class BenchmarkForm(forms.ModelForm):
 
 
 class RoundStakesForm(forms.Form):
-    stakes = forms.FileField(help_text="CSV entrant,stake (entrant names, stakes >= 0).")
+    stakes = forms.FileField(help_text="CSV entrant,stake (entrant names, stakes >= 0); signals rounds only.")
 
 
 class RoundTruthForm(forms.Form):

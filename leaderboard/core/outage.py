@@ -8,6 +8,14 @@ elsewhere), and each web process logs one WARNING line per kind of failure per
 between requests, so the first request after the database returns is answered
 normally (``CONN_HEALTH_CHECKS`` drops connections the outage broke).
 
+A conflict between transactions is no outage: PostgreSQL broke off one transaction
+(a deadlock, a serialization failure, a lock not obtained in time: SQLSTATE
+40P01, 40001, 55P03) and is answering. The participant gets the same fair 503
+with ``Retry-After`` ("try again"), but the line for the operator names what it
+was, as an ERROR with the traceback: two requests taking the same locks in
+opposite orders is a bug to fix. SQLite's "database is locked" (another writer
+held the file past the busy timeout) is an outage line that says "busy".
+
 Two doors lead here: ``DatabaseUnavailableMiddleware`` for failures in views and
 templates, and ``views.server_error`` (the 500 handler) for failures in other
 middleware (a session read, say). Both mark the request, so django.request's own
@@ -30,15 +38,39 @@ LOG_EVERY_SECONDS = 60.0
 # A scoring task that found the database unreachable runs again this much later (leaderboard/core/tasks.py).
 TASK_RETRY_SECONDS = 10
 MESSAGE = "The database cannot be reached at the moment; nothing was changed. Try again in a few seconds."
+CONFLICT_MESSAGE = ("Another request was changing the same data at the same moment, so this one was stopped "
+                    "before it finished. Try again in a few seconds.")
+# SQLSTATEs of a transaction PostgreSQL broke off to let another go on (psycopg's DeadlockDetected,
+# SerializationFailure, LockNotAvailable): the database is there; a retry clears them.
+CONFLICTS = {"40P01": "deadlock detected", "40001": "serialization failure", "55P03": "lock not available"}
 
 _lock = threading.Lock()
 _last_logged: dict[str, float] = {}
 _unlogged: dict[str, int] = {}
 
 
+def database_conflict(exc: BaseException | None) -> str | None:
+    """What a conflict between transactions is (``"deadlock detected (SQLSTATE 40P01)"``) when ``exc``,
+    or the driver's error Django wrapped in it, is one of ``CONFLICTS``; else None."""
+    for _ in range(3):  # Django's error, psycopg's as its cause
+        if exc is None:
+            break
+        code = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+        if isinstance(code, str) and code in CONFLICTS:
+            return f"{CONFLICTS[code]} (SQLSTATE {code})"
+        exc = exc.__cause__
+    return None
+
+
 def is_database_outage(exc: BaseException | None) -> bool:
-    """A failure to reach or talk to the database (not a constraint or a bad query)."""
-    return isinstance(exc, (OperationalError, InterfaceError))
+    """A failure to reach or talk to the database (not a constraint, a bad query, or a conflict
+    between transactions: ``database_conflict``)."""
+    return isinstance(exc, (OperationalError, InterfaceError)) and database_conflict(exc) is None
+
+
+def answers_503(exc: BaseException | None) -> bool:
+    """Is the fair answer to ``exc`` a 503 with Retry-After: an outage, or a conflict a retry clears?"""
+    return is_database_outage(exc) or database_conflict(exc) is not None
 
 
 def _failure_class(exc: BaseException) -> str:
@@ -46,9 +78,19 @@ def _failure_class(exc: BaseException) -> str:
     return f"{type(exc).__name__}" + (f" ({type(cause).__module__}.{type(cause).__name__})" if cause else "")
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300]
+
+
 def outage_report(exc: BaseException, *, doing: str) -> None:
     """Log ``exc`` (and what is ``doing`` about it) unless a failure of its class, met doing the same,
-    was logged in the last ``LOG_EVERY_SECONDS``; then only count it."""
+    was logged in the last ``LOG_EVERY_SECONDS``; then only count it. A conflict between transactions
+    (``database_conflict``) is a bug, not an outage: an ERROR with its traceback, every time."""
+    conflict = database_conflict(exc)
+    if conflict is not None:
+        log.error("%s, not an outage: this transaction conflicted with another one (a bug to fix if they take "
+                  "the same locks in opposite orders), %s: %s", conflict, doing, _first_line(exc), exc_info=exc)
+        return
     kind = _failure_class(exc)
     key = f"{kind} {doing}"
     now = time.monotonic()
@@ -59,8 +101,10 @@ def outage_report(exc: BaseException, *, doing: str) -> None:
             return
         _last_logged[key] = now
         skipped = _unlogged.pop(key, 0)
-    first_line = (str(exc).strip().splitlines() or [""])[0][:300]
-    log.warning("database unreachable, %s: %s: %s%s", doing, kind, first_line,
+    first_line = _first_line(exc)
+    # SQLite's file held by another writer past the busy timeout: busy, not gone.
+    what = "database busy" if "database is locked" in first_line else "database unreachable"
+    log.warning("%s, %s: %s: %s%s", what, doing, kind, first_line,
                 f" ({skipped} more such failures since the last line)" if skipped else "")
 
 
@@ -69,12 +113,15 @@ def outage_response(request, exc: BaseException) -> HttpResponse:
     outage_report(exc, doing="answering 503")
     request.database_outage = True  # django.request's line for this answer is dropped
     request_id = getattr(request, "request_id", "-")
+    conflict = database_conflict(exc) is not None
+    message = CONFLICT_MESSAGE if conflict else MESSAGE
     response: HttpResponse
     if request.path.startswith("/api/"):
-        response = JsonResponse({"detail": MESSAGE, "errors": [{"row": None, "column": None, "message": MESSAGE}],
+        response = JsonResponse({"detail": message, "errors": [{"row": None, "column": None, "message": message}],
                                  "request_id": request_id}, status=503)
     else:
-        response = HttpResponse(render_to_string("503.html", {"message": MESSAGE, "request_id": request_id}),
+        response = HttpResponse(render_to_string("503.html", {"message": message, "request_id": request_id,
+                                                            "conflict": conflict}),
                                 status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     response["Cache-Control"] = "no-store"
@@ -82,7 +129,8 @@ def outage_response(request, exc: BaseException) -> HttpResponse:
 
 
 class DatabaseUnavailableMiddleware:
-    """A view or template that cannot reach the database answers 503 (``outage_response``), not 500."""
+    """A view or template that cannot reach the database, or whose transaction PostgreSQL broke off in
+    a conflict, answers 503 (``outage_response``), not 500."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -91,6 +139,6 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if is_database_outage(exception):
+        if answers_503(exception):
             return outage_response(request, exception)
         return None

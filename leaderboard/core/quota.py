@@ -40,9 +40,13 @@ def utc_day(at: dt.datetime | None = None) -> dt.date:
     return (at or timezone.now()).astimezone(dt.timezone.utc).date()
 
 
+def day_start(day: dt.date) -> dt.datetime:
+    """The moment the quota day ``day`` begins: its midnight, UTC."""
+    return dt.datetime.combine(day, dt.time.min, tzinfo=dt.timezone.utc)
+
+
 def next_reset(at: dt.datetime | None = None) -> dt.datetime:
-    day = utc_day(at)
-    return dt.datetime.combine(day + dt.timedelta(days=1), dt.time.min, tzinfo=dt.timezone.utc)
+    return day_start(utc_day(at) + dt.timedelta(days=1))
 
 
 def _holder(*, user_id: int | None, team_id: int | None) -> dict:

@@ -6,7 +6,9 @@ every process has them registered).
 
 While the database cannot be reached (``leaderboard/core/outage.py``) a scoring task is tried again
 ``TASK_RETRY_SECONDS`` later and a periodic one waits for its next run; either way the worker logs
-one line per kind of failure per minute, not a traceback per task.
+one line per kind of failure per minute, not a traceback per task. A conflict between transactions
+(a deadlock: ``outage.database_conflict``) is retried the same way but logged as an ERROR with its
+traceback, since it is a bug, not an outage.
 """
 from __future__ import annotations
 

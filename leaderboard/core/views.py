@@ -56,7 +56,7 @@ from leaderboard.core.models import (
     Webhook,
     WebhookDelivery,
 )
-from leaderboard.core.outage import is_database_outage, outage_response
+from leaderboard.core.outage import answers_503, outage_response
 from leaderboard.core.personal import BoardFind, Splice, find_me, personal_page, prefetch
 from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
 from leaderboard.core.records import record_refusal
@@ -934,7 +934,7 @@ def server_error(request):
     the log line carries too, so a report can be matched to its traceback.
     """
     failure = sys.exc_info()[1]  # Django calls this handler while it handles the exception
-    if failure is not None and is_database_outage(failure):  # in a middleware: 503 like the views' (leaderboard/core/outage.py)
+    if failure is not None and answers_503(failure):  # in a middleware: 503 like the views' (leaderboard/core/outage.py)
         return outage_response(request, failure)
     request_id = getattr(request, "request_id", "-")
     message = f"Server error. If you report it, quote the request id {request_id}."

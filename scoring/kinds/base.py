@@ -645,6 +645,9 @@ class RoundKind(Kind):
     ranks_provisional: ClassVar[bool] = True
     # Does the kind publish comparison sets per track (a standings document "comparison_sets")?
     has_comparison_sets: ClassVar[bool] = False
+    # Do the organiser's stakes play a part in scoring (signals: they weigh the meta model)? False:
+    # the engine refuses stakes for the kind's rounds rather than store numbers nothing reads.
+    uses_stakes: ClassVar[bool] = False
     # Metrics that depend on the round's counted submissions alone, never on its truth (signals:
     # the pairwise MCWNM, APCWNM). The engine computes them once when the round closes
     # (``score_truth_free``) and hands them to every truth version's scorer (``RoundInputs.truth_free``).

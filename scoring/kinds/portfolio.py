@@ -252,7 +252,7 @@ class PortfolioKind(RoundKind):
                                    what="allocation")
         pos = table.position()
         rows = [(row, rec[pos[OPTION]], rec[pos[PERCENT]]) for row, rec in table.rows]
-        values = self._allocations(rows, universe, errs, csv_rows=True)
+        values = self._allocations(rows, universe, errs, csv_rows=True, complete=not errs)  # no row left out
         errs.raise_if_any()
         return RoundSubmission(values, (PERCENT,), {"confidence": None, "rationale": ""})
 
@@ -271,6 +271,7 @@ class PortfolioKind(RoundKind):
                          None, str(key)[:100])
         allocations = predictions.get("allocations")
         rows: list[tuple[int, Any, Any]] = []
+        complete = False  # every allocation well formed: their percents' sum can be checked
         if not isinstance(allocations, list) or not allocations:
             errs.add('allocations must be a non-empty list of {"option": name, "percent": number}', None,
                      "allocations")
@@ -283,7 +284,8 @@ class PortfolioKind(RoundKind):
                     errs.add('each allocation is {"option": name, "percent": number}', i, f"allocations[{i}]")
                     continue
                 rows.append((i, item[OPTION], item[PERCENT]))
-        values = self._allocations(rows, universe, errs, csv_rows=False) if rows else None
+            complete = len(rows) == len(allocations)
+        values = self._allocations(rows, universe, errs, csv_rows=False, complete=complete) if rows else None
 
         confidence = predictions.get("confidence")
         if confidence is None:
@@ -312,10 +314,14 @@ class PortfolioKind(RoundKind):
                                repeat=bool(repeat))
 
     def _allocations(self, rows: Iterable[tuple[int, Any, Any]], universe: Universe, errs: ErrorList, *,
-                     csv_rows: bool) -> np.ndarray:
-        """Percents aligned to the universe (SP500 row 0); errors name the row and the field."""
+                     csv_rows: bool, complete: bool) -> np.ndarray:
+        """Percents aligned to the universe (SP500 row 0); errors name the row and the field. ``complete``:
+        ``rows`` are every allocation sent (none was unreadable), so their sum can be checked."""
         values = np.zeros((len(universe), 1))
         first: dict[int, int] = {}
+        # The sum is checked whenever every percent is a number, whatever the option names' problems:
+        # percents listed under an unknown or repeated option count in what the participant sent.
+        unplaced, percents_ok = 0.0, complete
 
         def where(i: int, field: str) -> tuple[int, str]:
             return (i, field) if csv_rows else (i, f"allocations[{i}].{field}")
@@ -347,10 +353,13 @@ class PortfolioKind(RoundKind):
                 message = f"percent must be at least 0 (no short positions); got {value:g}"
             if message:
                 errs.add(message, *where(i, PERCENT))
+                percents_ok = False
             elif at is not None:
                 values[at, 0] = value
-        if not errs:
-            total = float(values.sum())
+            elif value is not None:
+                unplaced += value
+        if percents_ok:
+            total = float(values.sum()) + unplaced
             if abs(total - 100.0) > WEIGHT_SUM_TOLERANCE:
                 errs.add(f"allocations must sum to 100 (cash included) within {WEIGHT_SUM_TOLERANCE}; they sum to "
                          f"{total:.6g}", None, PERCENT if csv_rows else "allocations")
@@ -626,8 +635,11 @@ class PortfolioKind(RoundKind):
             order = {e: i for i, e in enumerate(cs.members)}
             set_rows.sort(key=lambda row: (row["score"] is None, -(row["score"] or 0.0), -row["return_sum"],
                                            order[row["entrant"]]))
-            for rank, row in enumerate(set_rows, start=1):
+            ranked = [row for row in set_rows if row["score"] is not None]
+            for rank, row in enumerate(ranked, start=1):
                 row["rank"] = rank
+            for row in set_rows[len(ranked):]:  # no score (no shared round, or a loss on a zero oracle sum)
+                row["rank"] = None  # unranked, after the ranked rows
             _set_intervals(set_rows, [[returns[row["entrant"]][n] for n in cs.rounds] for row in set_rows],
                            [oracle[n] for n in cs.rounds], seed=board_seed("comparison_set", track, *cs.members))
             sets.append({"members": list(cs.members), "joined": list(cs.joined), "rounds": list(cs.rounds),

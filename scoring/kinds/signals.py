@@ -123,6 +123,7 @@ class SignalsKind(RoundKind):
     ranking_metric = "corr"
     submission_formats = ("csv",)
     round_template = "core/kinds/signals_round.html"
+    uses_stakes = True  # the meta model (MMC, CWMM) and the benchmark meta model (BMC) are stake-weighted
 
     # -- configuration ------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -397,11 +398,16 @@ class SignalsKind(RoundKind):
             notes.append(f"{len(result.problems)} score(s) were not computed (too little overlap with the target "
                          "or meta model); they show as n/a.")
         out: list[dict[str, float | None]] = []
-        columns = {name: (given[name] if name in given else scores[name].to_numpy())
-                   for name in SIGNALS_METRICS if name in wanted}
+        # Every metric the benchmark has (docs/organisers.md), in every row: one this round cannot give
+        # (bmc without benchmark models, fnc without features, an extra target without a value) is None.
+        columns: dict[str, np.ndarray | None] = {
+            name: ((given[name] if name in given else scores[name].to_numpy()) if name in wanted else None)
+            for name in SIGNALS_METRICS}
+        columns.update({f"corr_{t}": None for t in truth.columns[1:]})
         columns.update({name: s.to_numpy() for name, s in extra_scores.items()})
         for i in range(n):
-            out.append({name: finite_or_none(values[i]) for name, values in columns.items()})
+            out.append({name: None if values is None else finite_or_none(values[i])
+                        for name, values in columns.items()})
         return RoundOutcome(out, notes)
 
     truth_free_metrics = ("mcwnm", "apcwnm")

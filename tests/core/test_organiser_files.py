@@ -2,6 +2,8 @@
 rows' problems behind it, as with participants' uploads (issue 24)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from leaderboard.core.models import Entrant
@@ -9,6 +11,7 @@ from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
 from leaderboard.core.services.uploads import submission_create
 from tests.support.portfolio import portfolio_benchmark, universe_csv
+from tests.support.ranking import RankingRound, ranking_benchmark
 from tests.support.signals import SignalsRound, signals_benchmark
 
 
@@ -68,3 +71,36 @@ def test_portfolio_prices_name_the_header_and_every_bad_row(db, tmp_path):
     data = b"option,end_prise\nALPHA,11\nZETA,3\nCASH,1\n"
     found = _problems(lambda: round_truth_load(round_=round_, data=data, filename="p.csv", final=True))
     assert found == {(1, "end_price"), (1, "end_prise"), (3, "option"), (4, "option")}
+
+
+def test_stakes_are_refused_for_ranking_and_portfolio_rounds_saying_why(db, tmp_path, users, api_for):
+    """Only signals rounds take stakes (they weigh the meta model). For a ranking or a portfolio round the
+    service, the API (400) and the command refuse them, saying so, and nothing is stored."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.core.management import CommandError, call_command
+
+    from leaderboard.core.models import Stake
+
+    alpha = Entrant.objects.create(owner=users["owner"], name="alpha").name
+    data = f"entrant,stake\n{alpha},10\n".encode()
+    path = tmp_path / "stakes.csv"
+    path.write_bytes(data)
+    ranking = ranking_benchmark(tmp_path)
+    portfolio = portfolio_benchmark(tmp_path)
+    rounds = [round_open(benchmark=ranking, data=RankingRound(20, seed=3).universe_csv(), filename="u.csv"),
+              round_open(benchmark=portfolio, data=universe_csv({"AAA": 10.0, "SP500": 100.0}), filename="u.csv",
+                         track="weekly")]
+    staff = api_for("organiser")
+    for round_ in rounds:
+        slug, kind = round_.benchmark.slug, round_.benchmark.kind
+        why = f"stakes only apply to signals rounds (they weigh the meta model); {slug} is a {kind} benchmark"
+        with pytest.raises(SubmissionRejected) as caught:
+            stakes_load(round_=round_, data=data, filename="stakes.csv")
+        assert caught.value.status == 400 and [e.message.split(":")[0] for e in caught.value.errors] == [why]
+        answer = staff.post(f"/api/benchmarks/{slug}/rounds/{round_.number}/stakes/",
+                            {"file": SimpleUploadedFile("stakes.csv", data, content_type="text/csv")},
+                            format="multipart")
+        assert answer.status_code == 400 and why in answer.json()["errors"][0]["message"], answer.content
+        with pytest.raises(CommandError, match=re.escape(why)):
+            call_command("stakes_load", slug, str(round_.number), str(path))
+    assert not Stake.objects.exists()

@@ -221,6 +221,36 @@ def test_comparison_sets_download_whole_as_csv(bench, client):
     assert APIClient().get(f"{api}&format=xml").status_code == 400
 
 
+def test_a_set_with_no_shared_round_ranks_nobody_on_the_page_the_api_and_the_csv(bench, users, client):
+    """owner completes round 1 only, member round 2 only: the second set (owner, member) has no round both
+    completed, so neither has a score, and neither is ranked (null rank, "–" on the page, an empty CSV cell)."""
+    import csv
+    import io
+
+    for name in ("owner", "member"):  # round 1, then round 2
+        r = round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")
+        submission_create(user=users[name], benchmark=bench, filename="p.json",
+                          data=portfolio_json({"ALPHA": 50, "CASH": 50}, 0.5, "r"))
+        round_close(round_=r)
+        round_truth_load(round_=r, data=prices_csv({"ALPHA": 88, "BRAVO": 24, "SP500": 5050}), filename="f.csv",
+                         final=True)
+        scored(r)
+    api = f"/api/benchmarks/{bench.slug}/comparison-sets/?track=weekly"
+    first, second = APIClient().get(api).json()["sets"]
+    # Set 1: owner alone over round 1 (ALPHA +10% is the oracle; half of it: 100 x 5% / 10% = 50), ranked 1.
+    assert [(row["rank"], row["entrant"], row["score"]) for row in first["rows"]] == [(1, "owner", 50.0)]
+    assert second["rounds"] == []
+    assert [(row["rank"], row["entrant"], row["score"]) for row in second["rows"]] == [
+        (None, "owner", None), (None, "member", None)]
+    lines = list(csv.DictReader(io.StringIO(APIClient().get(f"{api}&format=csv").content.decode())))
+    assert [(x["set"], x["rank"], x["entrant"]) for x in lines] == [
+        ("1", "1", "owner"), ("2", "", "owner"), ("2", "", "member")]
+    html = client.get(f"/b/{bench.slug}/comparison-sets/?track=weekly").content.decode()
+    section = html.split('id="set-2"', 1)[1].split("</section>", 1)[0]
+    ranks = [cell.split("</td>", 1)[0] for cell in section.split('<td class="num rank">')[1:]]
+    assert len(ranks) == 2 and all("–" in cell and "None" not in cell for cell in ranks)
+
+
 def test_a_page_asked_for_a_track_the_benchmark_lacks_says_so(bench, client, tmp_path):
     # As the API answers 400 "unknown track": never the weekly board under a tab the visitor did not ask for.
     round_open(benchmark=bench, data=universe_csv(START), filename="o.csv", track="weekly")

@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from leaderboard.core.models import DailyQuota, Entrant, Submission
-from leaderboard.core.quota import QuotaExceeded, next_reset, quota_remaining
+from leaderboard.core.quota import QuotaExceeded, day_start, next_reset, quota_remaining
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv
@@ -32,6 +32,19 @@ def test_quota_sixth_submission_refused_with_reset_time(mini_benchmark, users):
     assert f"{reset:%Y-%m-%d %H:%M} UTC" in info.value.message
     assert 0 < info.value.retry_after_seconds <= 86400
     assert Submission.objects.filter(user=users["owner"]).count() == 5
+
+
+def test_a_quota_day_starts_and_resets_at_utc_midnight():
+    utc = dt.timezone.utc
+    assert day_start(dt.date(2026, 3, 1)) == dt.datetime(2026, 3, 1, 0, 0, tzinfo=utc)
+    # 23:30 on 1 March at UTC+2 is 21:30 UTC, still 1 March: the limit resets at 2 March 00:00 UTC.
+    late_evening = dt.datetime(2026, 3, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert next_reset(late_evening) == dt.datetime(2026, 3, 2, 0, 0, tzinfo=utc)
+    # 00:30 on 1 March at UTC-5 is 05:30 UTC on 1 March: the same reset.
+    early_morning = dt.datetime(2026, 3, 1, 0, 30, tzinfo=dt.timezone(dt.timedelta(hours=-5)))
+    assert next_reset(early_morning) == dt.datetime(2026, 3, 2, 0, 0, tzinfo=utc)
+    # The last day of a year resets on the first of the next.
+    assert next_reset(dt.datetime(2026, 12, 31, 12, 0, tzinfo=utc)) == dt.datetime(2027, 1, 1, tzinfo=utc)
 
 
 def test_quota_shared_by_all_entrants_of_a_user(mini_benchmark, users):

@@ -208,6 +208,40 @@ def test_record_keeps_the_benchmark_models_its_board_was_scored_with(db, tmp_pat
     assert {s["entrant"]: s["benchmark_model"] for s in manifest["submissions"]} == {
         "owner": False, "member": False, "outsider": True}
 
+def test_a_metric_the_round_cannot_give_is_null_in_every_row_and_the_record_still_verifies(db, tmp_path, users,
+                                                                                             client):
+    """No benchmark model, a universe without feature columns and an extra target with no value: BMC, FNC
+    and corr_target_60 cannot be computed this round, so every row names them with null (not left out),
+    the standings too, and lb verify-round's rescoring reproduces that board."""
+    from rest_framework.test import APIClient
+
+    from leaderboard.core.models import TruthVersion
+    from leaderboard.core.services.round_engine import round_version_score
+
+    bench = signals_benchmark(tmp_path, slug="signull", config={"extra_targets": ["target_60"]})
+    gen = SignalsRound(60, seed=22)
+    round_ = round_open(benchmark=bench, data=("id\n" + "".join(f"{c}\n" for c in gen.ids)).encode(),
+                        filename="u.csv")
+    for i, name in enumerate(NAMES):
+        upload(users[name], bench, gen.submission_csv(gen.predictions(1.0 - 0.4 * i, 40 + i)))
+    round_close(round_=round_)
+    truth = "id,target,target_60\n" + "".join(f"{c},{float(t)!r},\n" for c, t in zip(gen.ids, gen.target(0.8, 3)))
+    round_truth_load(round_=round_, data=truth.encode(), filename="t.csv", final=True)
+    for tv in TruthVersion.objects.filter(round=round_, scored_at__isnull=True):
+        round_version_score(round_id=round_.pk, version=tv.version)
+    api = APIClient()
+    unavailable = {"bmc": None, "fnc": None, "corr_target_60": None}
+    for url in (f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/leaderboard/",
+                f"/api/benchmarks/{bench.slug}/leaderboard/"):
+        rows = api.get(url).json()["rows"]
+        assert len(rows) == 3, url
+        for row in rows:
+            assert {name: row["metrics"].get(name, "absent") for name in unavailable} == unavailable, url
+            assert all(row["metrics"][name] is not None for name in ("corr", "mmc", "cwmm", "mcwnm", "apcwnm"))
+    check = verify_record(record_of(client, bench.slug, round_.number))
+    assert check.ok and check.rescored == 3, check.problems
+
+
 def alter_byte(data: bytes, member_prefix: str) -> bytes:
     """The record with one byte of its first ``member_prefix`` file changed (manifest untouched)."""
     out = io.BytesIO()

@@ -99,6 +99,40 @@ def test_sum_within_a_hundredth_is_accepted():
         KIND.parse_round_submission(bad, filename="p.json", universe=universe(), config={})
 
 
+def test_an_unknown_or_repeated_option_and_a_wrong_sum_are_all_reported_at_once():
+    # AAA 60 + ZZZ 30 = 90: ZZZ is not in the universe, and the percents sent sum to 90, not 100.
+    # AAA 60 + AAA 30 + CASH 20 = 110: AAA listed twice, and the sum is 110.
+    cases = [
+        ([{"option": "AAA", "percent": 60}, {"option": "ZZZ", "percent": 30}], "option,percent\nAAA,60\nZZZ,30\n",
+         (2, "unknown option"), "90"),
+        ([{"option": "AAA", "percent": 60}, {"option": "AAA", "percent": 30}, {"option": "CASH", "percent": 20}],
+         "option,percent\nAAA,60\nAAA,30\nCASH,20\n", (2, "listed twice"), "110"),
+    ]
+    for allocations, csv_text, (i, problem), total in cases:
+        with pytest.raises(ValidationFailed) as info:
+            KIND.parse_round_submission(body(allocations=allocations), filename="p.json", universe=universe(),
+                                        config={})
+        found = {(e.row, e.column): e.message for e in info.value.errors}
+        assert set(found) == {(i, f"allocations[{i}].option"), (None, "allocations")}, found
+        assert problem in found[(i, f"allocations[{i}].option")]
+        assert found[(None, "allocations")].endswith(f"they sum to {total}")
+        with pytest.raises(ValidationFailed) as info:
+            KIND.parse_round_submission(csv_text.encode(), filename="p.csv", universe=universe(), config={})
+        found = {(e.row, e.column): e.message for e in info.value.errors}
+        assert set(found) == {(i + 1, "option"), (None, "percent")}, found  # CSV rows count the header
+        assert found[(None, "percent")].endswith(f"they sum to {total}")
+
+
+def test_no_sum_is_claimed_when_a_percent_or_an_allocation_cannot_be_read():
+    # "abc" is no number, and the second allocation has no percent: the sum of the rest would mislead.
+    for allocations in ([{"option": "AAA", "percent": "abc"}, {"option": "CASH", "percent": 20}],
+                        [{"option": "AAA", "percent": 60}, {"option": "CASH"}]):
+        with pytest.raises(ValidationFailed) as info:
+            KIND.parse_round_submission(body(allocations=allocations), filename="p.json", universe=universe(),
+                                        config={})
+        assert not any("sum to" in e.message for e in info.value.errors), info.value.errors
+
+
 def inputs(values, prices: bytes, final=True):
     u = universe()
     truth = KIND.parse_truth(prices, filename="t.csv", universe=u, config={}, final=final,
@@ -211,6 +245,21 @@ def test_standings_a_set_with_no_shared_round_has_no_score():
     second = doc["sets"][1]
     assert second["members"] == ["a", "b"] and second["rounds"] == []
     assert [r["score"] for r in second["rows"]] == [None, None] and second["oracle_sum"] == 0
+    # No score, no rank: neither row is placed ahead of the other (joining order, a first).
+    assert [(r["rank"], r["entrant"]) for r in second["rows"]] == [(None, "a"), (None, "b")]
+    assert [r["rank_range"] for r in second["rows"]] == [None, None]
+
+
+def test_standings_rows_without_a_score_are_unranked_after_the_ranked_ones():
+    # One round whose best option is cash (oracle 0): a held cash (0%) and matches it, 100; b lost 5% and
+    # c lost 2%, losses against a zero oracle, so no score (n/a). Only a is ranked; c (-2%) is listed
+    # before b (-5%) by summed return, both without a rank.
+    doc = KIND.standings([result(1, {"b": -0.05, "a": 0.0, "c": -0.02}, 0.0)], {}) \
+        .documents[("weekly", "comparison_sets")]
+    (only,) = doc["sets"]
+    assert [(r["rank"], r["entrant"], r["score"]) for r in only["rows"]] == [
+        (1, "a", 100.0), (None, "c", None), (None, "b", None)]
+    assert only["rows"][0]["rank_range"] == [1, 1]
 
 
 def test_round_public_summarises_consistency_runs_apart():

@@ -190,7 +190,7 @@ class RoundStakes(APIView):
 
     @extend_schema(request={"multipart/form-data": s.FileSerializer},
                    responses={200: {"type": "object"}, 400: s.ErrorsSerializer, 409: s.ErrorsSerializer},
-                   summary="Replace the round's stakes from a CSV entrant,stake (staff)")
+                   summary="Replace the round's stakes from a CSV entrant,stake (staff; signals rounds only, else 400)")
     def post(self, request, slug, n):
         r = _round(request, slug, n)
         upload = request.FILES.get("file")

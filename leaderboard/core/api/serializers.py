@@ -335,7 +335,8 @@ class HistorySerializer(serializers.Serializer):
 
 
 class ComparisonSetRowSerializer(serializers.Serializer):
-    rank = serializers.IntegerField()
+    rank = serializers.IntegerField(allow_null=True, help_text="position within the set; null for a row without a "
+                                                                "score (unranked, listed after the ranked rows)")
     entrant = serializers.CharField()
     score = serializers.FloatField(allow_null=True, help_text="min(100, 100 x return_sum / oracle_sum) "
                                                               "(CapitalBench's rule on the sums); null under a "

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from scoring import csvfile
 from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.kinds import get_kind, kind_names
 from scoring.kinds.base import STANDINGS_MIN_ROUNDS, RoundInputs, RoundResult, RoundTruth, Universe
 from scoring.metrics_uncertainty import board_seed
 
@@ -165,9 +166,16 @@ def rounds_close_due(*, now: dt.datetime | None = None) -> int:
 def stakes_load(*, round_: Round, data: bytes, filename: str = "stakes.csv") -> int:
     """Replace the round's stakes from a CSV ``entrant,stake`` (entrant names, stakes >= 0).
 
-    Refused once the round is resolved. Every problem is named by row and column
-    and nothing changes. Returns the number of stakes stored.
+    Refused for a kind whose scores no stake enters (ranking, portfolio: only signals rounds take
+    stakes), and once the round is resolved. Every problem is named by row and column and nothing
+    changes. Returns the number of stakes stored.
     """
+    benchmark = round_.benchmark
+    if not getattr(benchmark.kind_impl, "uses_stakes", False):
+        takers = [name for name in kind_names() if getattr(get_kind(name), "uses_stakes", False)]
+        raise SubmissionRejected([RowError(
+            f"stakes only apply to {' and '.join(takers)} rounds (they weigh the meta model); {benchmark.slug} is "
+            f"a {benchmark.kind} benchmark: no stake enters its scores, so none were loaded")])
     if round_.status == Round.Status.RESOLVED:
         raise SubmissionRejected([RowError(f"round {round_.number} is resolved; its stakes are frozen")], status=409)
     errs = ErrorList(file=filename)

@@ -25,7 +25,7 @@ from django.utils import timezone
 from scoring.errors import RowError
 
 from leaderboard.core.models import Benchmark, Entrant, Round, Submission, Team, TeamEvent, TeamInvite, TeamMembership
-from leaderboard.core.quota import quota_add, quota_used, utc_day
+from leaderboard.core.quota import day_start, quota_add, quota_used, utc_day
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.entrants import entrant_create
 from leaderboard.core.services.leaderboards import leaderboard_refresh_entrant
@@ -128,7 +128,7 @@ def _join(*, team: Team, user, how: str) -> MergeCheck:
     today = utc_day()
     # Uploads they made today for this very team (before leaving it and joining again) are on the
     # team's count already: what they bring along below is their count today less those.
-    start = dt.datetime.combine(today, dt.time.min, tzinfo=dt.timezone.utc)
+    start = day_start(today)
     counted = Submission.objects.filter(benchmark=benchmark, user=user, entrant=team.entrant,
                                         received_at__gte=start, counts_against_limit=True).count()
     check = merge_check(team=team, user=user)
@@ -292,7 +292,7 @@ def team_leave(*, team: Team, user) -> None:
         if not deleted:
             raise _refused(f"you are not in team {team.entrant.name}", status=404)
         today = utc_day()
-        start = dt.datetime.combine(today, dt.time.min, tzinfo=dt.timezone.utc)
+        start = day_start(today)
         # Every upload the user made today on this benchmark, alone or for the team, counts on their own row.
         made = Submission.objects.filter(benchmark=team.benchmark, user=user, received_at__gte=start,
                                          counts_against_limit=True).count()

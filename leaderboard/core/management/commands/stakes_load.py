@@ -7,7 +7,8 @@ from leaderboard.core.services.round_engine import stakes_load
 
 
 class Command(BaseCommand):
-    help = "Replace round N's stakes from a CSV entrant,stake (entrant names, stakes >= 0)."
+    help = ("Replace round N's stakes from a CSV entrant,stake (entrant names, stakes >= 0); signals rounds only "
+            "(stakes weigh the meta model).")
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
