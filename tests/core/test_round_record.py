@@ -358,3 +358,36 @@ def test_record_with_identical_uploads_of_two_entrants_reproduces(transactional_
     check = verify_record(record_of(client, signals.slug, sround.number))
     assert check.ok, check.problems
     assert check.rescored == 3
+
+
+def test_a_deadline_moved_before_uploads_already_taken_still_commits_to_every_ranked_one(transactional_db, tmp_path,
+                                                                                         users, client):
+    """An organiser who ends a competition "as of" an earlier date (its deadline set in the past while it
+    was open) keeps the uploads it took meanwhile: they rank, so the commitment published at the close
+    covers them, and the record reproduces. An upload after the close (late) is in neither."""
+    import datetime as dt
+
+    from leaderboard.core.services.rounds import round_set_deadline
+
+    bench = benchmark_load_bundle(write_properties_bundle(tmp_path / "props", MINI_ROWS, slug="moved-props")).benchmark
+    bench.config = {**bench.config, "late_submissions": True}
+    bench.save(update_fields=["config"])
+    a = [row["A"] for row in MINI_ROWS]
+    first = upload(users["owner"], bench, submission_csv(MINI_ROWS))
+    second = upload(users["member"], bench, submission_csv(MINI_ROWS, a=[x * 0.5 + (i % 3) for i, x in enumerate(a)]))
+    round_ = Round.objects.get(benchmark=bench, is_permanent=True)
+    round_set_deadline(round_=round_, closes_at=timezone.now() - dt.timedelta(days=30))
+    round_close(round_=round_)
+    late = upload(users["outsider"], bench, submission_csv(MINI_ROWS, a=a[::-1]))
+    late.refresh_from_db()
+    assert late.late
+
+    round_.refresh_from_db()
+    assert round_.commitment == by_hand([("owner", first.audit_hash), ("member", second.audit_hash)])
+    benchmark_reveal(benchmark=bench)
+    record = record_of(client, bench.slug, round_.number)
+    check = verify_record(record)
+    assert check.ok, check.problems
+    assert check.rescored == 2
+    names = zipfile.ZipFile(io.BytesIO(record)).namelist()
+    assert f"submissions/{late.pk}.json" not in names

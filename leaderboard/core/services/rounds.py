@@ -112,11 +112,12 @@ _MOVES: dict[str, set[str]] = {
 
 def round_counted(round_: Round):
     """The submissions a round's commitment covers. A round kind's: each entrant's counted one. A
-    static benchmark's: every upload received before the close that has not failed (any of them may
-    rank: the best public score, the selected one)."""
+    static benchmark's: every upload taken while it was open (not ``late``) that has not failed: any
+    of them may rank (the best public score, the selected one). Not "received before ``closes_at``":
+    an organiser may set the deadline in the past while the competition is open, and the uploads
+    taken meanwhile still rank."""
     if round_.is_permanent:
-        out = Submission.objects.filter(round=round_).exclude(status=Submission.Status.FAILED)
-        return out.filter(received_at__lte=round_.closes_at) if round_.closes_at else out
+        return Submission.objects.filter(round=round_, late=False).exclude(status=Submission.Status.FAILED)
     return Submission.objects.filter(round=round_, is_counted=True)
 
 
