@@ -26,6 +26,9 @@ Django's gzip adds random bytes to each compressed answer against BREACH, which 
 the sizes of answers that reflect the attacker's input beside it; these answers hold no secret (a
 page is kept only if it has no CSRF token and set no cookie), so a replay sends one compressed copy
 until the board changes.
+
+A process keeps at most ``_ENTRIES`` answers and ``_BYTES`` bytes of them, the least recently replayed
+dropped first, and none larger than ``_LARGEST``.
 """
 from __future__ import annotations
 
@@ -64,7 +67,13 @@ _IGNORED = frozenset({
     "HTTP_KEEP_ALIVE", "HTTP_UPGRADE_INSECURE_REQUESTS", "HTTP_PRIORITY", "HTTP_SEC_GPC", "HTTP_SEC_FETCH_DEST",
     "HTTP_SEC_FETCH_MODE", "HTTP_SEC_FETCH_SITE", "HTTP_SEC_FETCH_USER", "HTTP_SEC_CH_UA", "HTTP_SEC_CH_UA_MOBILE",
     "HTTP_SEC_CH_UA_PLATFORM"})
+# What one process keeps: at most this many answers and this many bytes (the bodies kept and the public
+# entries' values they were made of, which a kept answer holds in memory), and no answer larger than
+# ``_LARGEST``. A board page of a thousand rows is about a megabyte: by count alone, a client asking for
+# 128 such pages under made-up query parameters had each process hold a few hundred megabytes.
 _ENTRIES = 128
+_BYTES = 32 * 1024 * 1024
+_LARGEST = 4 * 1024 * 1024
 
 
 class _Entry(NamedTuple):
@@ -75,6 +84,14 @@ class _Entry(NamedTuple):
     status: str
     headers: list[tuple[str, str]]  # without ``_PER_REQUEST``
     body: bytes  # as sent (gzip-compressed when the client accepted it)
+    size: int  # the bytes it holds (``_size``)
+
+
+def _size(body: bytes, served: Any) -> int:
+    """The bytes an answer kept holds: its body, and the public entry's value (bytes, or a page's
+    ``(content, content type, splice)``) unless that is the body itself."""
+    value = served[0] if isinstance(served, tuple) and served and isinstance(served[0], bytes) else served
+    return len(body) + (len(value) if isinstance(value, bytes) and value is not body else 0)
 
 
 class _Visitor:
@@ -94,13 +111,16 @@ class _Visitor:
 class PublicReplay:
     """WSGI middleware: ``PublicReplay(django_application)``; see the module's docstring."""
 
-    def __init__(self, app: Callable) -> None:
+    def __init__(self, app: Callable, *, max_entries: int = _ENTRIES, max_bytes: int = _BYTES,
+                 largest: int = _LARGEST) -> None:
         self.app = app
+        self.max_entries, self.max_bytes, self.largest = max_entries, max_bytes, min(largest, max_bytes)
         proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
         self._keyed = ("PATH_INFO", "SCRIPT_NAME", "QUERY_STRING", "wsgi.url_scheme", "SERVER_NAME", "SERVER_PORT",
                        *_KEYED, *((proxy[0],) if proxy and proxy[0] not in _KEYED else ()))
         self._known = frozenset(self._keyed) | _IGNORED
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
+        self._bytes = 0  # the sizes of the entries kept
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
@@ -163,11 +183,16 @@ class PublicReplay:
         path = environ["PATH_INFO"]
         slug, throttled = next((match.group(1), throttled) for pattern, throttled in _ROUTES
                                if (match := pattern.match(path)))
+        size = _size(body, served[1])
         entry = _Entry(slug, throttled, served[0], served[1], seen[0],
-                       [(n, v) for n, v in seen[1] if n.lower() not in _PER_REQUEST], body)
+                       [(n, v) for n, v in seen[1] if n.lower() not in _PER_REQUEST], body, size)
         with self._lock:
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > _ENTRIES:
-                self._entries.popitem(last=False)
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old.size
+            if size <= self.largest:
+                self._entries[key] = entry
+                self._bytes += size
+                while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                    self._bytes -= self._entries.popitem(last=False)[1].size
         return [body]

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 class Site:
     """The WSGI application as ``leaderboard/wsgi.py`` builds it, counting what reaches Django's."""
 
-    def __init__(self) -> None:
+    def __init__(self, **replay) -> None:
         django_app = get_wsgi_application()
         self.to_django = 0
 
@@ -39,7 +39,7 @@ class Site:
             self.to_django += 1
             return django_app(environ, start_response)
 
-        self.app = PublicReplay(counted)
+        self.app = PublicReplay(counted, **replay)
 
     def get(self, path: str = API, query: str = "", address: str = "10.9.0.1", method: str = "GET", **headers):
         environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "SCRIPT_NAME": "",
@@ -240,3 +240,32 @@ def test_the_anonymous_benchmark_page_is_replayed_until_its_board_changes(mini_b
     mine = site.get(PAGE, HTTP_COOKIE=cookie, **BROWSER)
     assert site.to_django == before + 1 and b'title="Signed in">owner<' in mine.body  # never the shared page
 
+
+
+def test_what_a_process_keeps_is_bounded_in_bytes_not_only_in_answers(mini_benchmark, users):
+    """A client asking for many pages under made-up query parameters (each a page of its own, a large
+    board's about a megabyte) must not make each process hold 128 of them: the bytes kept are bounded."""
+    _upload(users["owner"], mini_benchmark, None)
+    one = Site()
+    for _ in range(2):
+        one.get(PAGE, query="v=0", **BROWSER)
+    (kept,) = one.app._entries.values()
+    size = kept.size
+    assert size == len(kept.body) > 5_000  # the body is the public entry's content, held once
+
+    site = Site(max_bytes=3 * size + size // 2)
+    for i in range(8):
+        for _ in range(2):  # rendered and stored, then kept
+            assert site.get(PAGE, query=f"v={i}", **BROWSER).status == 200
+    entries = list(site.app._entries.values())
+    assert len(entries) == 3 and site.app._bytes == sum(e.size for e in entries) <= 3 * size + size // 2
+    before = site.to_django
+    site.get(PAGE, query="v=7", **BROWSER)
+    assert site.to_django == before  # the latest are replayed
+    site.get(PAGE, query="v=0", **BROWSER)
+    assert site.to_django == before + 1  # the oldest made room
+
+    small = Site(largest=size - 1)  # an answer larger than that is never kept
+    for _ in range(4):
+        small.get(PAGE, query="v=0", **BROWSER)
+    assert small.to_django == 4 and not small.app._entries
