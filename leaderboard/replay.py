@@ -16,7 +16,9 @@ gzip's encoding...) and the body as encoded. A later request of that shape is th
 2. checked against the public entry as the view would read it (``public_read``: current, cached
    for everyone, its visibility decided when it was stored), which must be the one that was kept;
 3. sent what was kept, with the headers that belong to one request made afresh: ``X-Request-ID``
-   and ``RateLimit-*``; the answer is counted in ``/metrics``.
+   (made before the first step, so that every line logged meanwhile carries it, and kept in the
+   environ for Django when the replay hands the request on) and ``RateLimit-*``; the answer is
+   counted in ``/metrics``.
 
 Anything else goes to Django unchanged: another path or method; a request carrying credentials, a
 cookie, a body or any header outside ``_IGNORED`` and ``_KEYED``; a throttle refusal (Django refuses
@@ -134,6 +136,7 @@ class PublicReplay:
         if entry is None:
             return self._learn(key, environ, start_response)
         started = time.perf_counter()
+        request_id = request_id_start(environ)  # first: a line logged from here on is this request's
         if entry.throttled:
             visitor = _Visitor(environ)
             if not board_read_counted(visitor, entry.slug):
@@ -144,7 +147,7 @@ class PublicReplay:
         if value is None or not (value is entry.served or value == entry.served):
             return self._learn(key, environ, start_response)  # counted once: the throttle marked the environ
         start_response(entry.status, [*entry.headers, *ratelimit_headers(environ),
-                                      ("X-Request-ID", request_id_start(environ))])
+                                      ("X-Request-ID", request_id)])
         http_observe(200, time.perf_counter() - started)
         return [entry.body]
 

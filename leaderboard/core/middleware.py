@@ -33,10 +33,17 @@ class RequestIdMiddleware:
         return response
 
 
+# In a request's environ: its id, once made (the replay before Django makes it first: leaderboard/replay.py).
+REQUEST_ID = "leaderboard.request_id"
+
+
 def request_id_start(meta) -> str:
-    """This request's id, the incoming one if it is safe, set for every log line of the request."""
-    incoming = meta.get("HTTP_X_REQUEST_ID", "")
-    request_id = incoming if _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+    """This request's id, the incoming one if it is safe, set for every log line of the request; the
+    same id however often it is asked for one request (its environ keeps it)."""
+    request_id = meta.get(REQUEST_ID)
+    if request_id is None:
+        incoming = meta.get("HTTP_X_REQUEST_ID", "")
+        request_id = meta[REQUEST_ID] = incoming if _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
     request_id_var.set(request_id)
     return request_id
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import logging
 
 import pytest
 from django.core.wsgi import get_wsgi_application
 from django.test import Client
 
+from leaderboard.core import cache as resilient_cache
 from leaderboard.core.metrics import HTTP_RESPONSES
 from leaderboard.core.throttles import VisitorRateThrottle
+from leaderboard.logconfig import RequestIdFilter
 from leaderboard.replay import PublicReplay
 from tests.core.test_board_cache import _upload
 
@@ -269,3 +272,51 @@ def test_what_a_process_keeps_is_bounded_in_bytes_not_only_in_answers(mini_bench
     for _ in range(4):
         small.get(PAGE, query="v=0", **BROWSER)
     assert small.to_django == 4 and not small.app._entries
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.addFilter(RequestIdFilter())  # as the site's handlers: the request id of the line
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_line_logged_while_a_replay_decides_carries_that_requests_id(mini_benchmark, users):
+    """The throttle's round trip logs when Redis is unreachable and when it is back: the line must name
+    the request that hit it (the id its answer carries), never the one the thread answered before."""
+    from django.core.cache import cache
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    for _ in range(3):
+        site.get(address="10.9.8.1")
+    handler = _Records()
+    logger = logging.getLogger("leaderboard.cache")
+    logger.addHandler(handler)
+    location = cache._location
+    try:
+        with resilient_cache._state_lock:  # as after an outage: the next call that works says so
+            resilient_cache._down_logged.add(location)
+        answer = site.get(address="10.9.8.1")
+    finally:
+        logger.removeHandler(handler)
+        resilient_cache._down_logged.discard(location)
+    assert answer.status == 200 and site.to_django == 2  # replayed
+    assert [(r.getMessage(), r.request_id) for r in handler.records] == [
+        ("Redis cache reachable again", answer.headers["x-request-id"])]
+
+    # Handed on to Django (the board changed), the request keeps the one id it was given first.
+    _upload(users["member"], mini_benchmark, [10.0 - i for i in range(10)])
+    handler.records.clear()
+    logger.addHandler(handler)
+    try:
+        with resilient_cache._state_lock:
+            resilient_cache._down_logged.add(location)
+        relearned = site.get(address="10.9.8.1")
+    finally:
+        logger.removeHandler(handler)
+        resilient_cache._down_logged.discard(location)
+    assert relearned.status == 200 and site.to_django == 3
+    assert [r.request_id for r in handler.records] == [relearned.headers["x-request-id"]]
