@@ -137,13 +137,16 @@ class PublicReplay:
             return self._learn(key, environ, start_response)
         started = time.perf_counter()
         request_id = request_id_start(environ)  # first: a line logged from here on is this request's
-        if entry.throttled:
-            visitor = _Visitor(environ)
-            if not board_read_counted(visitor, entry.slug):
-                return self.app(environ, start_response)  # refused: Django refuses it again, uncounted
-            value = public_read(entry.slug, entry.parts, prefetched(visitor))
-        else:
-            value = public_read(entry.slug, entry.parts)
+        try:
+            if entry.throttled:
+                visitor = _Visitor(environ)
+                if not board_read_counted(visitor, entry.slug):
+                    return self.app(environ, start_response)  # refused: Django's full view words the 429
+                value = public_read(entry.slug, entry.parts, prefetched(visitor))
+            else:
+                value = public_read(entry.slug, entry.parts)
+        except Exception:  # Django answers, and reports it with its request id (counted once)
+            return self.app(environ, start_response)
         if value is None or not (value is entry.served or value == entry.served):
             return self._learn(key, environ, start_response)  # counted once: the throttle marked the environ
         start_response(entry.status, [*entry.headers, *ratelimit_headers(environ),

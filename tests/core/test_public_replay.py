@@ -320,3 +320,45 @@ def test_a_line_logged_while_a_replay_decides_carries_that_requests_id(mini_benc
         resilient_cache._down_logged.discard(location)
     assert relearned.status == 200 and site.to_django == 3
     assert [r.request_id for r in handler.records] == [relearned.headers["x-request-id"]]
+
+
+def test_a_refused_read_is_decided_once_before_django_and_once_by_its_full_view(mini_benchmark, users, monkeypatch):
+    """The replay's refusal is not asked again by the view's fast path: the full view decides once more
+    (a refusal is not counted) and words the 429, two round trips in all."""
+    from django.core.cache import cache
+
+    if not hasattr(cache, "throttle_hit"):
+        pytest.skip("Redis only: the file cache has no throttle script")
+    monkeypatch.setattr(VisitorRateThrottle, "THROTTLE_RATES", {**VisitorRateThrottle.THROTTLE_RATES, "anon": "3/min"})
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    assert [site.get(address="10.9.7.1").status for _ in range(3)] == [200, 200, 200]
+    sent = []
+    real = resilient_cache._throttle_script
+    monkeypatch.setattr(resilient_cache, "_throttle_script", lambda *a: sent.append(1) or real(*a))
+    refused = site.get(address="10.9.7.1")
+    assert refused.status == 429 and "retry-after" in refused.headers
+    assert len(sent) == 2
+
+
+def test_an_error_while_a_replay_decides_is_djangos_error_answer(mini_benchmark, users, settings):
+    """A cache value this version cannot read (left by another version, say) is not a bare server error:
+    Django answers it as any failure, with the request id and the API's JSON."""
+    from django.core.cache import cache
+
+    if not hasattr(cache, "throttle_hit"):
+        pytest.skip("Redis only")
+    # A 500 is no answer the schema declares: this test looks at it without the suite's schema check.
+    settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if m != "tests.support.openapi.SchemaCheckedResponses"]
+    _upload(users["owner"], mini_benchmark, None)
+    site = Site()
+    for _ in range(3):
+        site.get()
+    raw = cache._cache.get_client(None, write=True)
+    generation = cache.make_key(f"boards:{mini_benchmark.pk}:generation")
+    assert raw.get(generation) is not None
+    raw.set(generation, b"\x80\x05not a pickle")
+    failed = site.get(HTTP_X_REQUEST_ID="trace-unreadable-1")
+    assert failed.status == 500
+    assert failed.headers["x-request-id"] == "trace-unreadable-1"
+    assert failed.json()["request_id"] == "trace-unreadable-1"

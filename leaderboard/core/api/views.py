@@ -296,13 +296,24 @@ def board_read_counted(request, slug: str) -> bool:
     refuses it again, a refusal is not counted, and words the 429), or the board is not one this process
     can answer from the cache. A request counted here is not counted again by the full view.
 
-    ``request``: Django's, or anything with its ``META`` and ``user`` (the board replay's)."""
+    ``request``: Django's, or anything with its ``META`` and ``user`` (the replay's before Django). A
+    request refused here once is not asked again (the full view decides, and words the 429)."""
+    meta = request.META
+    if meta.get(_REFUSED):
+        return False
     keys = public_read_keys(slug)
     if not keys:
         return False
     view = _ThrottleReads(keys)
-    return all(throttle_class().allow_request(request, view)  # type: ignore[arg-type]  # reads only throttle_reads
-               for throttle_class in Leaderboard.throttle_classes)
+    if all(throttle_class().allow_request(request, view)  # type: ignore[arg-type]  # reads only throttle_reads
+           for throttle_class in Leaderboard.throttle_classes):
+        return True
+    meta[_REFUSED] = True
+    return False
+
+
+# In the request's environ: ``board_read_counted`` refused it already (the replay before Django did).
+_REFUSED = "leaderboard.board_read_refused"
 
 
 def _fast_public_board(request, slug: str) -> HttpResponse | None:
