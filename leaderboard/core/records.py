@@ -19,7 +19,7 @@ import numpy as np
 
 import scoring
 from scoring.kinds.base import RoundSubmission
-from scoring.record import FORMAT, MANIFEST, commitment_lines, values_csv
+from scoring.record import FORMAT, MANIFEST, values_csv
 
 from leaderboard.core import selectors
 from leaderboard.core.models import Benchmark, Round, Stake, Submission, TruthVersion
@@ -144,8 +144,9 @@ def _manifest(round_: Round) -> dict[str, Any]:
         "round": {"number": round_.number, "track": round_.track, "static": round_.is_permanent,
                   "status": round_.status, "closes_at": round_.closes_at},
         "commitment": round_.commitment,
-        "audit": [dict(zip(("entrant", "audit_hash"), line.split(",", 1)))
-                  for line in commitment_lines(round_commitment_pairs(round_))],
+        # In the order of the committed lines, from the pairs themselves: a name may hold a comma.
+        "audit": [{"entrant": entrant, "audit_hash": audit_hash} for entrant, audit_hash
+                  in sorted(round_commitment_pairs(round_), key=lambda pair: f"{pair[0]},{pair[1]}")],
     }
 
 

@@ -391,3 +391,33 @@ def test_a_deadline_moved_before_uploads_already_taken_still_commits_to_every_ra
     assert check.rescored == 2
     names = zipfile.ZipFile(io.BytesIO(record)).namelist()
     assert f"submissions/{late.pk}.json" not in names
+
+
+def test_an_entrant_name_with_a_comma_is_committed_and_checked_whole(db, tmp_path, users, client):
+    """Entrant (and team) names may hold a comma: the committed line "Smith, Jones,<hash>" is still
+    the name then the hash (the hash is the last field), and the record's audit list names the entrant
+    whole, so lb verify-round finds its submission in the committed list."""
+    from leaderboard.core.services.entrants import entrant_create
+    from leaderboard.core.services.round_engine import round_version_score
+
+    bench = signals_benchmark(tmp_path, slug="sigcomma")
+    gen = SignalsRound(40, seed=35)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    firm = entrant_create(owner=users["owner"], name="Smith, Jones & Co")
+    submission_create(user=users["owner"], benchmark=bench, data=gen.submission_csv(gen.predictions(1.0, 1)),
+                      filename="p.csv", entrant=firm.name)
+    upload(users["member"], bench, gen.submission_csv(gen.predictions(0.5, 2)))
+    round_close(round_=round_)
+    version = round_truth_load(round_=round_, data=gen.truth_csv(gen.target(0.8, 1)), filename="t.csv", final=True)
+    round_version_score(round_id=round_.pk, version=version.version)
+    data = record_of(client, bench.slug, round_.number)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+        hashes = {s["entrant"]: hashlib.sha256(archive.read(s["file"])).hexdigest() for s in manifest["submissions"]}
+    assert sorted(hashes) == ["Smith, Jones & Co", "member"]
+    assert manifest["audit"] == sorted(({"entrant": e, "audit_hash": h} for e, h in hashes.items()),
+                                       key=lambda a: f"{a['entrant']},{a['audit_hash']}")
+    assert manifest["commitment"] == by_hand(hashes.items())
+    check = verify_record(data, commitment_published=client.get(
+        f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/").json()["commitment"])
+    assert check.ok, check.problems
