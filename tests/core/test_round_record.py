@@ -421,3 +421,66 @@ def test_an_entrant_name_with_a_comma_is_committed_and_checked_whole(db, tmp_pat
     check = verify_record(data, commitment_published=client.get(
         f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/").json()["commitment"])
     assert check.ok, check.problems
+
+
+def test_a_static_commitment_stays_true_whatever_scoring_does_after_the_close(db, tmp_path, users, client,
+                                                                              settings, monkeypatch):
+    """Scoring goes on after a static benchmark closes: an upload still queued at the close may fail
+    then (a server error), and one that failed while open may score when the organiser rescores. The
+    list the commitment covers is every upload taken while open, whatever its status, so neither moves
+    it: the committed list still gives the commitment published at the close, and the record (the
+    rescored upload on the board) reproduces."""
+    from leaderboard.core.services.benchmarks import benchmark_rescore
+    from leaderboard.core.services.submissions import submission_score
+
+    settings.SCORING_MAX_ATTEMPTS = 1
+    bench = benchmark_load_bundle(write_properties_bundle(tmp_path / "props", MINI_ROWS, slug="after-props",
+                                                          daily_limit=10)).benchmark
+    kind_class = type(bench.kind_impl)
+    real_score = kind_class.score
+
+    def server_error(self, *args, **kwargs):
+        raise RuntimeError("the scoring machine ran out of memory")
+
+    a = [row["A"] for row in MINI_ROWS]
+    uploads = {  # ``db``: no commit, so each stays queued until scored here, as with a busy worker
+        "owner": upload(users["owner"], bench, submission_csv(MINI_ROWS)),
+        "member": upload(users["member"], bench, submission_csv(MINI_ROWS, a=[x * 0.5 + (i % 3) for i, x in
+                                                                              enumerate(a)])),
+        "outsider": upload(users["outsider"], bench, submission_csv(MINI_ROWS, a=a[::-1])),
+    }
+    submission_score(submission_id=uploads["owner"].pk)
+    monkeypatch.setattr(kind_class, "score", server_error)
+    assert submission_score(submission_id=uploads["member"].pk) == Submission.Status.FAILED  # while open
+    round_ = Round.objects.get(benchmark=bench, is_permanent=True)
+    round_close(round_=round_)  # the outsider's upload is still queued
+    monkeypatch.setattr(kind_class, "score", real_score)
+    benchmark_rescore(benchmark=bench)  # the member's failed upload is queued again (the owner's too) ...
+    for name in ("owner", "member"):
+        assert submission_score(submission_id=uploads[name].pk) == Submission.Status.SCORED  # ... and ranks
+    monkeypatch.setattr(kind_class, "score", server_error)
+    assert submission_score(submission_id=uploads["outsider"].pk) == Submission.Status.FAILED  # after the close
+    monkeypatch.setattr(kind_class, "score", real_score)
+    benchmark_reveal(benchmark=bench)
+
+    expected = by_hand((name, sub.audit_hash) for name, sub in uploads.items())
+    round_.refresh_from_db()
+    assert round_.commitment == expected
+    listed = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/committed/").json()
+    assert listed["commitment"] == expected
+    assert by_hand((a["entrant"], a["audit_hash"]) for a in listed["audit"]) == expected
+    data = record_of(client, bench.slug, round_.number)
+    check = verify_record(data, commitment_published=client.get(f"/api/benchmarks/{bench.slug}/").json()["commitment"])
+    assert check.ok, check.problems
+    assert check.rescored == 2  # the owner's and the member's, on the boards
+
+    # A round closed under the old rule (failed uploads left out) gets the new rule's commitment.
+    import importlib
+
+    from django.apps import apps
+    migration = importlib.import_module("leaderboard.core.migrations.0017_static_commitment_whatever_the_status")
+    Round.objects.filter(pk=round_.pk).update(commitment=by_hand(
+        (name, sub.audit_hash) for name, sub in uploads.items() if name != "outsider"))
+    migration.recommit(apps, None)
+    round_.refresh_from_db()
+    assert round_.commitment == expected
