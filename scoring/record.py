@@ -86,8 +86,15 @@ def read_round_submission(data: bytes, universe: Universe) -> RoundSubmission:
     if lines and lines[-1] == "":
         lines.pop()
     meta: dict[str, Any] = {}
-    if lines and lines[-1].startswith("#"):
-        meta = json.loads(lines.pop()[1:])
+    # The header, a row per id, then the meta line if any: told apart by the count, since an id may
+    # itself begin with "#".
+    if len(lines) == len(universe.ids) + 2:
+        last = lines.pop()
+        if not last.startswith("#"):
+            raise ValueError(f"it has {len(universe.ids) + 2} lines, one more than its header and a row for each "
+                             f"of the universe's {len(universe.ids)} ids, and the last is not its meta (a line "
+                             "starting with #)")
+        meta = json.loads(last[1:])
     columns = tuple(lines[0].split(",")[1:])
     ids = [line.split(",", 1)[0] for line in lines[1:]]
     if tuple(ids) != universe.ids:

@@ -484,3 +484,34 @@ def test_a_static_commitment_stays_true_whatever_scoring_does_after_the_close(db
     migration.recommit(apps, None)
     round_.refresh_from_db()
     assert round_.commitment == expected
+
+
+def test_a_universe_id_beginning_with_a_hash_is_read_back_as_a_row_not_as_meta(db, tmp_path, users, client):
+    """A universe id may begin with "#" (printable, no comma); a submission's canonical form ends with a
+    "#"-prefixed meta line only when it has meta. Read back, the last row of a submission without meta
+    (id "#9") must stay a row: the line count says whether a meta line is there."""
+    from scoring.kinds.base import Universe
+    from scoring.record import read_round_submission
+
+    from leaderboard.core.services.round_engine import round_version_score
+
+    bench = signals_benchmark(tmp_path, slug="sighash")
+    gen = SignalsRound(40, seed=37)
+    gen.ids[-1] = "#9"
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    upload(users["owner"], bench, gen.submission_csv(gen.predictions(1.0, 1)))
+    upload(users["member"], bench, gen.submission_csv(gen.predictions(0.5, 2)))
+    round_close(round_=round_)
+    version = round_truth_load(round_=round_, data=gen.truth_csv(gen.target(0.8, 1)), filename="t.csv", final=True)
+    round_version_score(round_id=round_.pk, version=version.version)
+    check = verify_record(record_of(client, bench.slug, round_.number))
+    assert check.ok, check.problems
+    assert check.rescored == 2
+
+    # With meta, the line after the "#9" row is the meta; a line too many that is not meta is named.
+    universe = Universe(("A", "#9"), {})
+    read = read_round_submission(b'id,prediction\nA,0.25\n#9,0.75\n#{"note":"x"}\n', universe)
+    assert read.values.tolist() == [[0.25], [0.75]] and read.meta == {"note": "x"}
+    assert read_round_submission(b"id,prediction\nA,0.25\n#9,0.75\n", universe).meta == {}
+    with pytest.raises(ValueError, match="the last is not its meta"):
+        read_round_submission(b"id,prediction\nA,0.25\n#9,0.75\nB,0.5\n", universe)
