@@ -515,3 +515,42 @@ def test_a_universe_id_beginning_with_a_hash_is_read_back_as_a_row_not_as_meta(d
     assert read_round_submission(b"id,prediction\nA,0.25\n#9,0.75\n", universe).meta == {}
     with pytest.raises(ValueError, match="the last is not its meta"):
         read_round_submission(b"id,prediction\nA,0.25\n#9,0.75\nB,0.5\n", universe)
+
+
+def test_a_static_record_waits_while_its_boards_are_rescored(db, tmp_path, users, client):
+    """The organiser corrects a revealed benchmark's truth: every submission is queued again and,
+    until a worker rescores it, its board row shows the scores of the earlier truth. A record built
+    then (the latest truth, the old rows) would not reproduce an honest board: it answers 409 saying
+    why, and once every row is scored again the record reproduces the new board."""
+    from leaderboard.core.services.submissions import submission_score
+
+    bundle = write_properties_bundle(tmp_path / "props", MINI_ROWS, slug="fix-props", daily_limit=10)
+    bench = benchmark_load_bundle(bundle).benchmark
+    a = [row["A"] for row in MINI_ROWS]
+    subs = [upload(users["owner"], bench, submission_csv(MINI_ROWS)),
+            upload(users["member"], bench, submission_csv(MINI_ROWS, a=a[::-1]))]
+    for sub in subs:  # ``db``: nothing runs on commit, the worker's part is done here
+        submission_score(submission_id=sub.pk)
+    round_ = Round.objects.get(benchmark=bench, is_permanent=True)
+    round_close(round_=round_)
+    benchmark_reveal(benchmark=bench)
+    assert verify_record(record_of(client, bench.slug, round_.number)).ok
+
+    corrected = [dict(row, A=row["A"] * 1.5 if i % 2 else row["A"]) for i, row in enumerate(MINI_ROWS)]
+    benchmark_load_bundle(write_properties_bundle(tmp_path / "props", corrected, slug="fix-props", daily_limit=10))
+    assert set(Submission.objects.filter(round=round_).values_list("status", flat=True)) == {"queued"}
+    refused = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/record/")
+    assert refused.status_code == 409
+    assert refused.json()["errors"][0]["message"] == (
+        "the boards of fix-props are being rescored (the organiser changed its truth or its config): 4 rows still "
+        "show the earlier scores; the record is built once every row is scored again, try in a few minutes")
+    submission_score(submission_id=subs[0].pk)  # the owner's two rows (public, private) are scored again
+    assert ": 2 rows still show" in client.get(
+        f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/record/").json()["errors"][0]["message"]
+    submission_score(submission_id=subs[1].pk)
+    data = record_of(client, bench.slug, round_.number)
+    check = verify_record(data)
+    assert check.ok, check.problems
+    assert check.rescored == 2
+    assert [v["version"] for v in json.loads(zipfile.ZipFile(io.BytesIO(data)).read("manifest.json"))[
+        "truth_versions"]] == [1, 2]
