@@ -554,3 +554,50 @@ def test_a_static_record_waits_while_its_boards_are_rescored(db, tmp_path, users
     assert check.rescored == 2
     assert [v["version"] for v in json.loads(zipfile.ZipFile(io.BytesIO(data)).read("manifest.json"))[
         "truth_versions"]] == [1, 2]
+
+
+def _rezipped(files: dict[str, bytes], manifest: dict) -> bytes:
+    """The record's files with ``manifest`` as its manifest."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as dst:
+        for name, content in files.items():
+            dst.writestr(name, json.dumps(manifest).encode() if name == "manifest.json" else content)
+    return out.getvalue()
+
+
+def test_an_entrant_left_out_of_a_rounds_record_is_reported(db, tmp_path, users, client):
+    """A round ranks every counted submission: a record whose board leaves one row out (the other
+    ranks closed up, the hashes made to match), or that leaves out the submission too while the
+    committed list still holds it, is reported, as is an entrant with two rows."""
+    from leaderboard.core.services.round_engine import round_version_score
+
+    slug, n = resolve_ranking(tmp_path, users)
+    round_ = Round.objects.get(benchmark__slug=slug, number=n)
+    round_version_score(round_id=round_.pk, version=1)
+    with zipfile.ZipFile(io.BytesIO(record_of(client, slug, n))) as src:
+        files = {name: src.read(name) for name in src.namelist()}
+    manifest = json.loads(files["manifest.json"])
+    assert verify_record(_rezipped(files, manifest)).ok
+    board = json.loads(files["board.json"])
+    assert [row["entrant"] for row in board["rows"]] == ["owner", "member", "outsider"]  # skill 1.0, 0.5, 0.0
+
+    rows = [row for row in board["rows"] if row["entrant"] != "member"]
+    for rank, row in enumerate(rows, start=1):
+        row["rank"] = rank
+    files["board.json"] = json.dumps({**board, "rows": rows}).encode()
+    manifest["files"]["board.json"] = hashlib.sha256(files["board.json"]).hexdigest()
+    member = next(s for s in manifest["submissions"] if s["entrant"] == "member")
+    check = verify_record(_rezipped(files, manifest))
+    assert check.problems == [f"board: member's submission {member['file']} has no row (every counted submission "
+                              "of a round is ranked)"]
+
+    without = {**manifest, "submissions": [s for s in manifest["submissions"] if s is not member],
+               "files": {k: v for k, v in manifest["files"].items() if k != member["file"]}}
+    check = verify_record(_rezipped({k: v for k, v in files.items() if k != member["file"]}, without))
+    assert check.problems == [f"member's committed submission {member['audit_hash']} is not in the record, which "
+                              "must hold every counted submission of the round"]
+
+    twice = board["rows"] + [dict(board["rows"][0], rank=4)]
+    files["board.json"] = json.dumps({**board, "rows": twice}).encode()
+    manifest["files"]["board.json"] = hashlib.sha256(files["board.json"]).hexdigest()
+    assert "board: owner has 2 rows (one at most)" in verify_record(_rezipped(files, manifest)).problems
