@@ -19,6 +19,7 @@ import io
 import json
 import math
 import zipfile
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,8 +87,15 @@ def read_round_submission(data: bytes, universe: Universe) -> RoundSubmission:
     if lines and lines[-1] == "":
         lines.pop()
     meta: dict[str, Any] = {}
-    if lines and lines[-1].startswith("#"):
-        meta = json.loads(lines.pop()[1:])
+    # The header, a row per id, then the meta line if any: told apart by the count, since an id may
+    # itself begin with "#".
+    if len(lines) == len(universe.ids) + 2:
+        last = lines.pop()
+        if not last.startswith("#"):
+            raise ValueError(f"it has {len(universe.ids) + 2} lines, one more than its header and a row for each "
+                             f"of the universe's {len(universe.ids)} ids, and the last is not its meta (a line "
+                             "starting with #)")
+        meta = json.loads(last[1:])
     columns = tuple(lines[0].split(",")[1:])
     ids = [line.split(",", 1)[0] for line in lines[1:]]
     if tuple(ids) != universe.ids:
@@ -237,15 +245,34 @@ def _check_commitment(check: RecordCheck, manifest: Mapping[str, Any], files: Ma
                       f"{sub['audit_hash']}")
         if (sub["entrant"], sub["audit_hash"]) not in committed:
             check.add(f"{sub['file']} ({sub['entrant']}, {sub['audit_hash']}) is not in the committed list")
+    if not manifest.get("round", {}).get("static"):
+        # A round scores every counted submission: each committed one must be in the record (a static
+        # benchmark commits to every upload, and its record holds those on a board).
+        held = {(sub["entrant"], sub["audit_hash"]) for sub in manifest.get("submissions", [])}
+        for entrant, digest in sorted(committed - held):
+            check.add(f"{entrant}'s committed submission {digest} is not in the record, which must hold every "
+                      "counted submission of the round")
 
 
 def _compare_board(check: RecordCheck, board: Sequence[Mapping[str, Any]], rescored: Mapping[Any, Mapping[str, Any]],
-                   subs: Mapping[Any, Mapping[str, Any]], *, ranking: str, higher: bool, label: str) -> None:
-    """Each published row against the rescored metrics of its submission, then the ranks.
+                   subs: Mapping[Any, Mapping[str, Any]], *, ranking: str, higher: bool, label: str,
+                   every: bool = False) -> None:
+    """Each published row against the rescored metrics of its submission, then the ranks; an
+    entrant has one row at most, and with ``every`` (a round's board) each submission has one.
 
     ``subs`` and ``rescored`` are keyed by submission id: two entrants who uploaded the same file
     share an audit hash, so a row names its submission by ``submission`` (its id), and its audit
     hash must be that submission's."""
+    rows_of = Counter(row.get("entrant") for row in board)
+    for entrant, count in sorted(rows_of.items(), key=lambda item: str(item[0])):
+        if count > 1:
+            check.add(f"{label}: {entrant} has {count} rows (one at most)")
+    if every:
+        on_board = Counter(row.get("submission") for row in board)
+        for sub_id, held in subs.items():
+            if not on_board[sub_id]:
+                check.add(f"{label}: {held['entrant']}'s submission {held['file']} has no row (every counted "
+                          "submission of a round is ranked)")
     keys = []
     for row in board:
         check.board_rows += 1
@@ -317,7 +344,7 @@ def _rescore_round(check: RecordCheck, manifest: Mapping[str, Any], files: Mappi
     ranking = kind.ranking_metric_for(config)
     _compare_board(check, _board(files, manifest["boards"]["public"]), rescored,
                    {s["id"]: s for s in subs}, ranking=ranking,
-                   higher=kind.metric(ranking).higher_is_better, label="board")
+                   higher=kind.metric(ranking).higher_is_better, label="board", every=True)
 
 
 def _rescore_static(check: RecordCheck, manifest: Mapping[str, Any], files: Mapping[str, bytes]) -> None:

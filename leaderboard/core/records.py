@@ -19,10 +19,10 @@ import numpy as np
 
 import scoring
 from scoring.kinds.base import RoundSubmission
-from scoring.record import FORMAT, MANIFEST, commitment_lines, values_csv
+from scoring.record import FORMAT, MANIFEST, values_csv
 
 from leaderboard.core import selectors
-from leaderboard.core.models import Benchmark, Round, Stake, Submission, TruthVersion
+from leaderboard.core.models import Benchmark, LeaderboardRow, Round, Stake, Submission, TruthVersion
 from leaderboard.core.services.casedata import round_caseset, round_truth, round_universe, truth_for
 from leaderboard.core.services.round_engine import round_counted_arrays
 from leaderboard.core.services.rounds import round_commitment_pairs
@@ -46,6 +46,23 @@ def record_refusal(round_: Round) -> str | None:
         return (f"round {round_.number} is {round_.status}: its record is published once its final truth is "
                 "scored (the round is resolved)")
     return None
+
+
+def record_pending(round_: Round) -> str | None:
+    """Why a static benchmark's record cannot be built right now, or None: a board row whose
+    submission is waiting to be rescored (the organiser changed the truth or the config) still shows
+    its old scores, which the record's latest truth and config would not reproduce. Round kinds
+    write a truth version's board at once with the version it was scored with: never pending."""
+    if not round_.is_permanent:
+        return None
+    latest = TruthVersion.objects.filter(round=round_).order_by("-version").values_list("pk", flat=True).first()
+    waiting = (LeaderboardRow.objects.filter(round=round_)
+               .exclude(submission__status=Submission.Status.SCORED, submission__truth_version_id=latest).count())
+    if not waiting:
+        return None
+    return (f"the boards of {round_.benchmark.slug} are being rescored (the organiser changed its truth or its "
+            f"config): {waiting} row{'s' if waiting != 1 else ''} still show{'' if waiting != 1 else 's'} the "
+            "earlier scores; the record is built once every row is scored again, try in a few minutes")
 
 
 def record_filename(round_: Round) -> str:
@@ -144,8 +161,9 @@ def _manifest(round_: Round) -> dict[str, Any]:
         "round": {"number": round_.number, "track": round_.track, "static": round_.is_permanent,
                   "status": round_.status, "closes_at": round_.closes_at},
         "commitment": round_.commitment,
-        "audit": [dict(zip(("entrant", "audit_hash"), line.split(",", 1)))
-                  for line in commitment_lines(round_commitment_pairs(round_))],
+        # In the order of the committed lines, from the pairs themselves: a name may hold a comma.
+        "audit": [{"entrant": entrant, "audit_hash": audit_hash} for entrant, audit_hash
+                  in sorted(round_commitment_pairs(round_), key=lambda pair: f"{pair[0]},{pair[1]}")],
     }
 
 

@@ -608,8 +608,8 @@ def round_audit(round_: Round) -> list[dict] | None:
 
 
 def round_committed(round_: Round) -> list[dict] | None:
-    """After close, what the round's commitment covers (a static benchmark's: every upload before
-    its close that did not fail): entrant, audit hash, received_at; None while open or uncommitted."""
+    """After close, what the round's commitment covers (a static benchmark's: every upload taken
+    while it was open, not late): entrant, audit hash, received_at; None while open or uncommitted."""
     if round_.status == Round.Status.OPEN or not round_.commitment:
         return None
     return [{"entrant": name, "audit_hash": audit_hash, "received_at": at}

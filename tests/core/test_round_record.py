@@ -391,3 +391,213 @@ def test_a_deadline_moved_before_uploads_already_taken_still_commits_to_every_ra
     assert check.rescored == 2
     names = zipfile.ZipFile(io.BytesIO(record)).namelist()
     assert f"submissions/{late.pk}.json" not in names
+
+
+def test_an_entrant_name_with_a_comma_is_committed_and_checked_whole(db, tmp_path, users, client):
+    """Entrant (and team) names may hold a comma: the committed line "Smith, Jones,<hash>" is still
+    the name then the hash (the hash is the last field), and the record's audit list names the entrant
+    whole, so lb verify-round finds its submission in the committed list."""
+    from leaderboard.core.services.entrants import entrant_create
+    from leaderboard.core.services.round_engine import round_version_score
+
+    bench = signals_benchmark(tmp_path, slug="sigcomma")
+    gen = SignalsRound(40, seed=35)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    firm = entrant_create(owner=users["owner"], name="Smith, Jones & Co")
+    submission_create(user=users["owner"], benchmark=bench, data=gen.submission_csv(gen.predictions(1.0, 1)),
+                      filename="p.csv", entrant=firm.name)
+    upload(users["member"], bench, gen.submission_csv(gen.predictions(0.5, 2)))
+    round_close(round_=round_)
+    version = round_truth_load(round_=round_, data=gen.truth_csv(gen.target(0.8, 1)), filename="t.csv", final=True)
+    round_version_score(round_id=round_.pk, version=version.version)
+    data = record_of(client, bench.slug, round_.number)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+        hashes = {s["entrant"]: hashlib.sha256(archive.read(s["file"])).hexdigest() for s in manifest["submissions"]}
+    assert sorted(hashes) == ["Smith, Jones & Co", "member"]
+    assert manifest["audit"] == sorted(({"entrant": e, "audit_hash": h} for e, h in hashes.items()),
+                                       key=lambda a: f"{a['entrant']},{a['audit_hash']}")
+    assert manifest["commitment"] == by_hand(hashes.items())
+    check = verify_record(data, commitment_published=client.get(
+        f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/").json()["commitment"])
+    assert check.ok, check.problems
+
+
+def test_a_static_commitment_stays_true_whatever_scoring_does_after_the_close(db, tmp_path, users, client,
+                                                                              settings, monkeypatch):
+    """Scoring goes on after a static benchmark closes: an upload still queued at the close may fail
+    then (a server error), and one that failed while open may score when the organiser rescores. The
+    list the commitment covers is every upload taken while open, whatever its status, so neither moves
+    it: the committed list still gives the commitment published at the close, and the record (the
+    rescored upload on the board) reproduces."""
+    from leaderboard.core.services.benchmarks import benchmark_rescore
+    from leaderboard.core.services.submissions import submission_score
+
+    settings.SCORING_MAX_ATTEMPTS = 1
+    bench = benchmark_load_bundle(write_properties_bundle(tmp_path / "props", MINI_ROWS, slug="after-props",
+                                                          daily_limit=10)).benchmark
+    kind_class = type(bench.kind_impl)
+    real_score = kind_class.score
+
+    def server_error(self, *args, **kwargs):
+        raise RuntimeError("the scoring machine ran out of memory")
+
+    a = [row["A"] for row in MINI_ROWS]
+    uploads = {  # ``db``: no commit, so each stays queued until scored here, as with a busy worker
+        "owner": upload(users["owner"], bench, submission_csv(MINI_ROWS)),
+        "member": upload(users["member"], bench, submission_csv(MINI_ROWS, a=[x * 0.5 + (i % 3) for i, x in
+                                                                              enumerate(a)])),
+        "outsider": upload(users["outsider"], bench, submission_csv(MINI_ROWS, a=a[::-1])),
+    }
+    submission_score(submission_id=uploads["owner"].pk)
+    monkeypatch.setattr(kind_class, "score", server_error)
+    assert submission_score(submission_id=uploads["member"].pk) == Submission.Status.FAILED  # while open
+    round_ = Round.objects.get(benchmark=bench, is_permanent=True)
+    round_close(round_=round_)  # the outsider's upload is still queued
+    monkeypatch.setattr(kind_class, "score", real_score)
+    benchmark_rescore(benchmark=bench)  # the member's failed upload is queued again (the owner's too) ...
+    for name in ("owner", "member"):
+        assert submission_score(submission_id=uploads[name].pk) == Submission.Status.SCORED  # ... and ranks
+    monkeypatch.setattr(kind_class, "score", server_error)
+    assert submission_score(submission_id=uploads["outsider"].pk) == Submission.Status.FAILED  # after the close
+    monkeypatch.setattr(kind_class, "score", real_score)
+    benchmark_reveal(benchmark=bench)
+
+    expected = by_hand((name, sub.audit_hash) for name, sub in uploads.items())
+    round_.refresh_from_db()
+    assert round_.commitment == expected
+    listed = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/committed/").json()
+    assert listed["commitment"] == expected
+    assert by_hand((a["entrant"], a["audit_hash"]) for a in listed["audit"]) == expected
+    data = record_of(client, bench.slug, round_.number)
+    check = verify_record(data, commitment_published=client.get(f"/api/benchmarks/{bench.slug}/").json()["commitment"])
+    assert check.ok, check.problems
+    assert check.rescored == 2  # the owner's and the member's, on the boards
+
+    # A round closed under the old rule (failed uploads left out) gets the new rule's commitment.
+    import importlib
+
+    from django.apps import apps
+    migration = importlib.import_module("leaderboard.core.migrations.0017_static_commitment_whatever_the_status")
+    Round.objects.filter(pk=round_.pk).update(commitment=by_hand(
+        (name, sub.audit_hash) for name, sub in uploads.items() if name != "outsider"))
+    migration.recommit(apps, None)
+    round_.refresh_from_db()
+    assert round_.commitment == expected
+
+
+def test_a_universe_id_beginning_with_a_hash_is_read_back_as_a_row_not_as_meta(db, tmp_path, users, client):
+    """A universe id may begin with "#" (printable, no comma); a submission's canonical form ends with a
+    "#"-prefixed meta line only when it has meta. Read back, the last row of a submission without meta
+    (id "#9") must stay a row: the line count says whether a meta line is there."""
+    from scoring.kinds.base import Universe
+    from scoring.record import read_round_submission
+
+    from leaderboard.core.services.round_engine import round_version_score
+
+    bench = signals_benchmark(tmp_path, slug="sighash")
+    gen = SignalsRound(40, seed=37)
+    gen.ids[-1] = "#9"
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    upload(users["owner"], bench, gen.submission_csv(gen.predictions(1.0, 1)))
+    upload(users["member"], bench, gen.submission_csv(gen.predictions(0.5, 2)))
+    round_close(round_=round_)
+    version = round_truth_load(round_=round_, data=gen.truth_csv(gen.target(0.8, 1)), filename="t.csv", final=True)
+    round_version_score(round_id=round_.pk, version=version.version)
+    check = verify_record(record_of(client, bench.slug, round_.number))
+    assert check.ok, check.problems
+    assert check.rescored == 2
+
+    # With meta, the line after the "#9" row is the meta; a line too many that is not meta is named.
+    universe = Universe(("A", "#9"), {})
+    read = read_round_submission(b'id,prediction\nA,0.25\n#9,0.75\n#{"note":"x"}\n', universe)
+    assert read.values.tolist() == [[0.25], [0.75]] and read.meta == {"note": "x"}
+    assert read_round_submission(b"id,prediction\nA,0.25\n#9,0.75\n", universe).meta == {}
+    with pytest.raises(ValueError, match="the last is not its meta"):
+        read_round_submission(b"id,prediction\nA,0.25\n#9,0.75\nB,0.5\n", universe)
+
+
+def test_a_static_record_waits_while_its_boards_are_rescored(db, tmp_path, users, client):
+    """The organiser corrects a revealed benchmark's truth: every submission is queued again and,
+    until a worker rescores it, its board row shows the scores of the earlier truth. A record built
+    then (the latest truth, the old rows) would not reproduce an honest board: it answers 409 saying
+    why, and once every row is scored again the record reproduces the new board."""
+    from leaderboard.core.services.submissions import submission_score
+
+    bundle = write_properties_bundle(tmp_path / "props", MINI_ROWS, slug="fix-props", daily_limit=10)
+    bench = benchmark_load_bundle(bundle).benchmark
+    a = [row["A"] for row in MINI_ROWS]
+    subs = [upload(users["owner"], bench, submission_csv(MINI_ROWS)),
+            upload(users["member"], bench, submission_csv(MINI_ROWS, a=a[::-1]))]
+    for sub in subs:  # ``db``: nothing runs on commit, the worker's part is done here
+        submission_score(submission_id=sub.pk)
+    round_ = Round.objects.get(benchmark=bench, is_permanent=True)
+    round_close(round_=round_)
+    benchmark_reveal(benchmark=bench)
+    assert verify_record(record_of(client, bench.slug, round_.number)).ok
+
+    corrected = [dict(row, A=row["A"] * 1.5 if i % 2 else row["A"]) for i, row in enumerate(MINI_ROWS)]
+    benchmark_load_bundle(write_properties_bundle(tmp_path / "props", corrected, slug="fix-props", daily_limit=10))
+    assert set(Submission.objects.filter(round=round_).values_list("status", flat=True)) == {"queued"}
+    refused = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/record/")
+    assert refused.status_code == 409
+    assert refused.json()["errors"][0]["message"] == (
+        "the boards of fix-props are being rescored (the organiser changed its truth or its config): 4 rows still "
+        "show the earlier scores; the record is built once every row is scored again, try in a few minutes")
+    submission_score(submission_id=subs[0].pk)  # the owner's two rows (public, private) are scored again
+    assert ": 2 rows still show" in client.get(
+        f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/record/").json()["errors"][0]["message"]
+    submission_score(submission_id=subs[1].pk)
+    data = record_of(client, bench.slug, round_.number)
+    check = verify_record(data)
+    assert check.ok, check.problems
+    assert check.rescored == 2
+    assert [v["version"] for v in json.loads(zipfile.ZipFile(io.BytesIO(data)).read("manifest.json"))[
+        "truth_versions"]] == [1, 2]
+
+
+def _rezipped(files: dict[str, bytes], manifest: dict) -> bytes:
+    """The record's files with ``manifest`` as its manifest."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as dst:
+        for name, content in files.items():
+            dst.writestr(name, json.dumps(manifest).encode() if name == "manifest.json" else content)
+    return out.getvalue()
+
+
+def test_an_entrant_left_out_of_a_rounds_record_is_reported(db, tmp_path, users, client):
+    """A round ranks every counted submission: a record whose board leaves one row out (the other
+    ranks closed up, the hashes made to match), or that leaves out the submission too while the
+    committed list still holds it, is reported, as is an entrant with two rows."""
+    from leaderboard.core.services.round_engine import round_version_score
+
+    slug, n = resolve_ranking(tmp_path, users)
+    round_ = Round.objects.get(benchmark__slug=slug, number=n)
+    round_version_score(round_id=round_.pk, version=1)
+    with zipfile.ZipFile(io.BytesIO(record_of(client, slug, n))) as src:
+        files = {name: src.read(name) for name in src.namelist()}
+    manifest = json.loads(files["manifest.json"])
+    assert verify_record(_rezipped(files, manifest)).ok
+    board = json.loads(files["board.json"])
+    assert [row["entrant"] for row in board["rows"]] == ["owner", "member", "outsider"]  # skill 1.0, 0.5, 0.0
+
+    rows = [row for row in board["rows"] if row["entrant"] != "member"]
+    for rank, row in enumerate(rows, start=1):
+        row["rank"] = rank
+    files["board.json"] = json.dumps({**board, "rows": rows}).encode()
+    manifest["files"]["board.json"] = hashlib.sha256(files["board.json"]).hexdigest()
+    member = next(s for s in manifest["submissions"] if s["entrant"] == "member")
+    check = verify_record(_rezipped(files, manifest))
+    assert check.problems == [f"board: member's submission {member['file']} has no row (every counted submission "
+                              "of a round is ranked)"]
+
+    without = {**manifest, "submissions": [s for s in manifest["submissions"] if s is not member],
+               "files": {k: v for k, v in manifest["files"].items() if k != member["file"]}}
+    check = verify_record(_rezipped({k: v for k, v in files.items() if k != member["file"]}, without))
+    assert check.problems == [f"member's committed submission {member['audit_hash']} is not in the record, which "
+                              "must hold every counted submission of the round"]
+
+    twice = board["rows"] + [dict(board["rows"][0], rank=4)]
+    files["board.json"] = json.dumps({**board, "rows": twice}).encode()
+    manifest["files"]["board.json"] = hashlib.sha256(files["board.json"]).hexdigest()
+    assert "board: owner has 2 rows (one at most)" in verify_record(_rezipped(files, manifest)).problems

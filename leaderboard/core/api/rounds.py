@@ -29,7 +29,7 @@ from leaderboard.core.api.views import (
 )
 from leaderboard.core.inputs import aware_datetime_from_text, date_from_text
 from leaderboard.core.models import Round
-from leaderboard.core.records import record_filename, record_refusal, record_stream
+from leaderboard.core.records import record_filename, record_pending, record_refusal, record_stream
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
 
@@ -160,7 +160,7 @@ class RoundRecord(APIView):
         r = selectors.round_of(b, n)
         if r is None:
             raise Http404(f"{slug} has no round {n}")
-        refusal = record_refusal(r)
+        refusal = record_refusal(r) or record_pending(r)
         if refusal:
             return error_response([RowError(refusal)], 409)
         response = StreamingHttpResponse(record_stream(r), content_type="application/zip")

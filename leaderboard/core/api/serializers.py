@@ -59,7 +59,7 @@ class BenchmarkDetailSerializer(BenchmarkListSerializer):
     private_revealed = serializers.BooleanField()
     commitment = serializers.CharField(allow_null=True, help_text=(
         "a static benchmark, once closed: SHA-256 (hex) of the sorted lines entrant,audit_hash of every "
-        "submission received before the close that has not failed; null otherwise"))
+        "upload taken while it was open (not late, whatever its scoring status); null otherwise"))
     audit_url = serializers.CharField(allow_null=True, help_text=(
         "a static benchmark, once closed: the list the commitment covers (entrant, audit_hash, received_at)"))
     record_url = serializers.CharField(allow_null=True, help_text=(

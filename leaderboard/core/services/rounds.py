@@ -112,12 +112,15 @@ _MOVES: dict[str, set[str]] = {
 
 def round_counted(round_: Round):
     """The submissions a round's commitment covers. A round kind's: each entrant's counted one. A
-    static benchmark's: every upload taken while it was open (not ``late``) that has not failed: any
-    of them may rank (the best public score, the selected one). Not "received before ``closes_at``":
-    an organiser may set the deadline in the past while the competition is open, and the uploads
-    taken meanwhile still rank."""
+    static benchmark's: every upload taken while it was open (not ``late``), whatever its scoring
+    says: any of them may rank (the best public score, the selected one). Not "received before
+    ``closes_at``": an organiser may set the deadline in the past while the competition is open,
+    and the uploads taken meanwhile still rank. Nor "not failed": scoring goes on after the close
+    (an upload still queued then, a rescore when the cases or the config change), so a status
+    would move the list away from the commitment published at the close; an upload is validated
+    before it is stored, so every one has its audit hash. The list is fixed once the round closes."""
     if round_.is_permanent:
-        return Submission.objects.filter(round=round_, late=False).exclude(status=Submission.Status.FAILED)
+        return Submission.objects.filter(round=round_, late=False)
     return Submission.objects.filter(round=round_, is_counted=True)
 
 
