@@ -288,6 +288,9 @@ def test_a_line_logged_while_a_replay_decides_carries_that_requests_id(mini_benc
     """The throttle's round trip logs when Redis is unreachable and when it is back: the line must name
     the request that hit it (the id its answer carries), never the one the thread answered before."""
     from django.core.cache import cache
+
+    if not hasattr(cache, "throttle_hit"):
+        pytest.skip("Redis only: the file cache of the embedded default has no outage state to report")
     _upload(users["owner"], mini_benchmark, None)
     site = Site()
     for _ in range(3):
