@@ -78,6 +78,15 @@ _BYTES = 32 * 1024 * 1024
 _LARGEST = 4 * 1024 * 1024
 
 
+def _route(path: str) -> tuple[str, bool] | None:
+    """The benchmark's slug and whether the throttle counts the read, for a path replayed; else None."""
+    for pattern, throttled in _ROUTES:
+        match = pattern.match(path)
+        if match is not None:
+            return match.group(1), throttled
+    return None
+
+
 class _Entry(NamedTuple):
     slug: str
     throttled: bool
@@ -158,8 +167,7 @@ class PublicReplay:
         """What a request this may answer must agree on with the one whose answer was kept; None: not one."""
         if environ.get("REQUEST_METHOD") != "GET" or environ.get("CONTENT_LENGTH") not in (None, "", "0"):
             return None
-        path = environ.get("PATH_INFO", "")
-        if not any(pattern.match(path) for pattern, _ in _ROUTES):
+        if _route(environ.get("PATH_INFO", "")) is None:
             return None
         known = self._known
         for name in environ:
@@ -186,9 +194,7 @@ class PublicReplay:
             close = getattr(result, "close", None)
             if close is not None:
                 close()
-        path = environ["PATH_INFO"]
-        slug, throttled = next((match.group(1), throttled) for pattern, throttled in _ROUTES
-                               if (match := pattern.match(path)))
+        slug, throttled = _route(environ["PATH_INFO"])  # type: ignore[misc]  # matched in _key
         size = _size(body, served[1])
         entry = _Entry(slug, throttled, served[0], served[1], seen[0],
                        [(n, v) for n, v in seen[1] if n.lower() not in _PER_REQUEST], body, size)
