@@ -13,7 +13,6 @@ request also costs the server's own work, the same for both, which brings the ra
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import random
 import sys
@@ -26,6 +25,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import latency
+
+from tests.support.wsgi import wsgi_get
 
 
 def cpu_ms(get, requests: int) -> float:
@@ -63,19 +64,10 @@ def main() -> None:
 
     from leaderboard.wsgi import application
 
-    def wsgi_get(path: str, cookies: str) -> None:
-        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "", "SCRIPT_NAME": "",
-                   "SERVER_NAME": "testserver", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
-                   "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(b""), "wsgi.errors": sys.stderr,
-                   "REMOTE_ADDR": address(), "HTTP_HOST": "testserver", "HTTP_ACCEPT": "*/*",
-                   "HTTP_USER_AGENT": "page_cpu"}
-        if cookies:
-            environ["HTTP_COOKIE"] = cookies
-        status = []
-        result = application(environ, lambda s, h, e=None: status.append(s))
-        b"".join(result)
-        getattr(result, "close", lambda: None)()  # Django's answer has one; the replay's list has not
-        assert status[0].startswith("200 "), (path, status)
+    def get(path: str, cookies: str) -> None:
+        status, _, _ = wsgi_get(application, path, address=address(), HTTP_USER_AGENT="page_cpu",
+                                **({"HTTP_COOKIE": cookies} if cookies else {}))
+        assert status.startswith("200 "), (path, status)
 
     page, api = f"/b/{benchmark.slug}/", f"/api/benchmarks/{benchmark.slug}/leaderboard/"
     targets = [("api", anonymous, api, "api.json"), ("anonymous", anonymous, page, "anonymous.html"),
@@ -90,8 +82,8 @@ def main() -> None:
             assert b'title="Signed in">viewer<' in response.content, "the session cookie was not accepted"
         (bare_dir / name).write_bytes(response.content)
         cookies = "; ".join(f"{k}={m.value}" for k, m in client.cookies.items())  # the browser's, sent back
-        bare = cpu_ms(lambda: wsgi_get(f"/bench/bare/{name}", cookies), args.requests)  # noqa: B023
-        real = cpu_ms(lambda: wsgi_get(path, cookies), args.requests)  # noqa: B023
+        bare = cpu_ms(lambda: get(f"/bench/bare/{name}", cookies), args.requests)  # noqa: B023
+        real = cpu_ms(lambda: get(path, cookies), args.requests)  # noqa: B023
         print(f"{label:10s} {bare:8.3f} {real:9.3f} {bare / real:6.2f}", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 

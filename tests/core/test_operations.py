@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import logging
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -129,23 +130,24 @@ def test_readyz_with_the_database_down_is_503_while_healthz_still_answers():
     assert "Service Unavailable: /readyz" not in log  # an unready answer is not logged as a server error
 
 
+def _timed(call):
+    """``(call(), the seconds it took)``."""
+    started = time.monotonic()
+    result = call()
+    return result, time.monotonic() - started
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_database_that_accepts_connections_but_never_answers_gives_503_within_seconds():
     """A PostgreSQL that takes the TCP connection and then says nothing (a hung or overloaded server,
     a half-open network path): /readyz and the pages answer 503 within seconds, as documented, rather
     than hold a gunicorn thread for as long as the operating system keeps the connection."""
-    import time
-
     with silent_server() as port:
         url = f"postgres://nobody@127.0.0.1:{port}/nothing"
         proc, base = start_gunicorn(workers=1, threads=4, env_overrides={"DATABASE_URL": url}, ready_path="/healthz")
         try:
-            started = time.monotonic()
-            status, headers, body = get(base + "/readyz")
-            readyz_seconds = time.monotonic() - started
-            started = time.monotonic()
-            page_status, page_headers, _ = get(base + "/api/benchmarks/")
-            page_seconds = time.monotonic() - started
+            (status, headers, body), readyz_seconds = _timed(lambda: get(base + "/readyz"))
+            (page_status, page_headers, _), page_seconds = _timed(lambda: get(base + "/api/benchmarks/"))
         finally:
             log = stop_worker(proc)
     assert status == 503, log[-2000:]
@@ -160,8 +162,6 @@ def test_a_redis_that_accepts_connections_but_never_answers_still_takes_uploads(
     """docs/operations.md, "Redis down": uploads are still accepted (202) and wait in the outbox, and /readyz
     answers within seconds. A Redis that takes the connection and then says nothing (stuck, or a
     half-open network path) must not hold the upload, or the probe, for ever."""
-    import time
-
     from leaderboard.core.api.auth import token_create
 
     with silent_server() as port:
@@ -171,20 +171,20 @@ def test_a_redis_that_accepts_connections_but_never_answers_still_takes_uploads(
         boundary = "auditboundary"
         body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.csv\"\r\n"
                 f"Content-Type: text/csv\r\n\r\n").encode() + submission_csv(MINI_ROWS) + f"\r\n--{boundary}--\r\n".encode()
-        try:
-            started = time.monotonic()
-            upload = urllib.request.Request(
-                base + f"/api/benchmarks/{mini_benchmark.slug}/submissions/", data=body, method="POST",
-                headers={"Authorization": f"Token {key}", "Content-Type": f"multipart/form-data; boundary={boundary}"})
+        upload = urllib.request.Request(
+            base + f"/api/benchmarks/{mini_benchmark.slug}/submissions/", data=body, method="POST",
+            headers={"Authorization": f"Token {key}", "Content-Type": f"multipart/form-data; boundary={boundary}"})
+
+        def send() -> int:
             try:
                 with urllib.request.urlopen(upload, timeout=30) as resp:
-                    upload_status = resp.status
+                    return resp.status
             except urllib.error.HTTPError as err:
-                upload_status = err.code
-            upload_seconds = time.monotonic() - started
-            started = time.monotonic()
-            status, _, body_ready = get(base + "/readyz")
-            readyz_seconds = time.monotonic() - started
+                return err.code
+
+        try:
+            upload_status, upload_seconds = _timed(send)
+            (status, _, body_ready), readyz_seconds = _timed(lambda: get(base + "/readyz"))
         finally:
             log = stop_worker(proc)
     assert upload_status == 202, log[-2000:]

@@ -10,7 +10,6 @@ Django. Whether an answer was replayed is seen by counting the requests that rea
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import logging
 
@@ -24,6 +23,7 @@ from leaderboard.core.throttles import VisitorRateThrottle
 from leaderboard.logconfig import RequestIdFilter
 from leaderboard.replay import PublicReplay
 from tests.core.test_board_cache import _upload
+from tests.support.wsgi import wsgi_get
 
 API = "/api/benchmarks/mini-props/leaderboard/"
 PER_REQUEST = {"x-request-id", "ratelimit-remaining", "ratelimit-reset"}
@@ -45,21 +45,9 @@ class Site:
         self.app = PublicReplay(counted, **replay)
 
     def get(self, path: str = API, query: str = "", address: str = "10.9.0.1", method: str = "GET", **headers):
-        environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "SCRIPT_NAME": "",
-                   "SERVER_NAME": "testserver", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
-                   "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(b""), "wsgi.errors": io.StringIO(),
-                   "REMOTE_ADDR": address, "HTTP_HOST": "testserver", "HTTP_ACCEPT": "*/*",
-                   "HTTP_USER_AGENT": "curl/8"}
-        environ.update(headers)
-        seen = {}
-
-        def start_response(status, response_headers, exc_info=None):
-            seen["status"], seen["headers"] = status, response_headers
-
-        result = self.app(environ, start_response)
-        body = b"".join(result)
-        getattr(result, "close", lambda: None)()
-        return Answer(int(seen["status"].split()[0]), seen["headers"], body)
+        status, response_headers, body = wsgi_get(self.app, path, query=query, address=address, method=method,
+                                                  **headers)
+        return Answer(int(status.split()[0]), response_headers, body)
 
 
 class Answer:
