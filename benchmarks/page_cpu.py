@@ -13,7 +13,9 @@ request also costs the server's own work, the same for both, which brings the ra
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
+import pstats
 import random
 import sys
 import tempfile
@@ -43,6 +45,8 @@ def main() -> None:
     parser.add_argument("--entrants", type=int, default=2000)
     parser.add_argument("--per-entrant", type=int, default=5)
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--profile", metavar="TARGET", choices=["api", "anonymous", "logged in"],
+                        help="also print where TARGET's CPU goes (cProfile, the 25 costliest functions)")
     args = parser.parse_args()
     if not latency._scratch_database(fresh=True):
         print("page_cpu.py: skipped, set DATABASE_URL to a scratch PostgreSQL database (it is dropped and "
@@ -85,6 +89,10 @@ def main() -> None:
         bare = cpu_ms(lambda: get(f"/bench/bare/{name}", cookies), args.requests)  # noqa: B023
         real = cpu_ms(lambda: get(path, cookies), args.requests)  # noqa: B023
         print(f"{label:10s} {bare:8.3f} {real:9.3f} {bare / real:6.2f}", flush=True)
+        if label == args.profile:
+            profiler = cProfile.Profile(time.process_time)  # CPU, not waiting
+            profiler.runcall(lambda: [get(path, cookies) for _ in range(args.requests)])  # noqa: B023
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 

@@ -130,6 +130,8 @@ if DATABASE_URL:
     # fails the attempt after DB_CONNECT_TIMEOUT seconds, so pages answer 503 and /readyz its check
     # within seconds, rather than a thread waiting on it for minutes. ?connect_timeout= in the URL wins.
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Django's backend with a health check that asks the socket first (leaderboard/core/postgresql/).
+        DATABASES["default"]["ENGINE"] = "leaderboard.core.postgresql"
         DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", envint("DB_CONNECT_TIMEOUT", 5))
 else:
     DATABASES = {

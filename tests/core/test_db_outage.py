@@ -162,3 +162,62 @@ def test_db_outage_while_recording_a_scoring_time_is_one_line_without_traceback(
     assert len(lines) == 1, [r.getMessage() for r in lines]  # the second failure is counted, not logged
     assert "database unreachable, a scoring time not recorded" in lines[0].getMessage()
     assert lines[0].exc_info is None
+
+
+def _last_statement(pid: int) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid])
+        return cursor.fetchone()[0]
+
+
+def test_the_health_check_asks_the_server_only_when_the_connection_has_something_waiting():
+    """A kept connection whose socket is quiet is taken as it is (no ``SELECT 1``: that was one round
+    trip of a signed-in page's two); one the server terminated is replaced before the request's query."""
+    from django.db import connections
+
+    kept = connections.create_connection("default")
+    try:
+        kept.ensure_connection()
+        pid = kept.connection.info.backend_pid
+        with kept.cursor() as cursor:
+            cursor.execute("SELECT 'the request before'")
+        kept.health_check_done = False  # a new request
+        kept.close_if_health_check_failed()
+        assert kept.connection is not None and _last_statement(pid) == "SELECT 'the request before'"
+
+        with connection.cursor() as cursor:  # the server ends it between two requests
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+        wait_for(lambda: _last_statement_gone(pid), timeout=10, message="the backend to end")
+        kept.health_check_done = False
+        kept.close_if_health_check_failed()
+        assert kept.connection is None  # closed, so the request's first query opens a new one
+        with kept.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            assert cursor.fetchone()[0] != pid
+    finally:
+        kept.close()
+
+
+def _last_statement_gone(pid: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+        return cursor.fetchone()[0] == 0
+
+
+def test_a_kept_connection_cut_while_idle_is_replaced_before_the_next_request_uses_it():
+    """gunicorn keeps its connection between requests; the database restarts while nobody asks (the
+    relay cuts the connection and takes new ones at once): the next request is answered, not a 503."""
+    relay, url = _relayed_database()
+    proc, base = start_gunicorn(workers=1, threads=1, env_overrides={
+        "DATABASE_URL": url, "DEBUG": "false", "SECRET_KEY": "outage-test-" + "x" * 40, "ALLOWED_HOSTS": "127.0.0.1"})
+    try:
+        assert _ask(base + "/api/benchmarks/")[0] == 200
+        relay.stop()
+        relay.start()
+        for _ in range(3):
+            code, _, content = _ask(base + "/api/benchmarks/")
+            assert code == 200, content[:300]
+    finally:
+        relay.stop()
+        log = stop_worker(proc)
+    assert "database unreachable" not in log, log[-3000:]

@@ -344,3 +344,28 @@ def test_the_signed_in_pages_query_is_prepared_once_per_connection(mini_benchmar
     plain, queries = _spliced(client, PAGE)
     assert statements(queries) == ["SELECT"] and prepared() == []
     assert _same(plain.content, again.content)[0] == _same(plain.content, again.content)[1]
+
+
+def test_the_spliced_pages_csrf_mask_is_fresh_uniform_and_unmasks_to_the_secret(rf):
+    """The signed-in page masks the CSRF secret itself (``personal._masked_token``, faster than Django's
+    ``get_token``): every character of the alphabet equally likely in the mask (a plain ``byte % 62``
+    would make the first eight a fifth likelier), and the mask undone as Django's check undoes it."""
+    import string
+    from collections import Counter
+
+    from leaderboard.core.personal import _masked_token
+
+    alphabet = string.ascii_letters + string.digits
+    secret = "".join(alphabet[(7 * i) % 62] for i in range(32))
+    request = rf.get(PAGE)
+    request.META["CSRF_COOKIE"] = secret
+    tokens = [_masked_token(request) for _ in range(3000)]
+    assert request.META["CSRF_COOKIE_NEEDS_UPDATE"] is True
+    assert len(set(tokens)) == len(tokens) and all(len(token) == 64 for token in tokens)
+    for token in tokens:  # Django's unmasking: each secret character is the cipher's minus the mask's
+        mask, cipher = token[:32], token[32:]
+        assert "".join(alphabet[(alphabet.index(c) - alphabet.index(m)) % 62] for c, m in zip(cipher, mask)) == secret
+    counts = Counter("".join(token[:32] for token in tokens))
+    expected = 3000 * 32 / 62
+    assert set(counts) == set(alphabet)
+    assert all(abs(n - expected) < 0.12 * expected for n in counts.values()), counts
