@@ -17,6 +17,8 @@ import hashlib
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import redis
 from django.core.cache.backends.locmem import LocMemCache
@@ -67,17 +69,26 @@ HISTORY_SUFFIX = ":times"
 _THROTTLE_SHA = hashlib.sha1(_THROTTLE_SCRIPT.encode()).hexdigest()  # the name Redis gives the script
 
 
-def _throttle_script(client: redis.Redis, keys: list[str], args: list) -> list:
-    """The throttle script's reply, sent as EVALSHA on a connection of ``client``'s pool, and loaded
-    first if Redis does not have it (a restarted server, ``SCRIPT FLUSH``).
-
-    Straight on the connection: redis-py's command layer (its retry wrapper, observability hooks and
-    reply callbacks, none of which this script needs) cost about as much CPU as the round trip itself,
-    and this runs on every throttled request (issue 26). A connection that failed mid-command is
-    closed rather than given back with a reply half read."""
+def _straight(client: redis.Redis, send: Callable[[redis.Connection], Any]) -> Any:
+    """``send(connection)`` on a connection of ``client``'s pool, past redis-py's command layer (its
+    retry wrapper, observability hooks and reply callbacks, which cost about as much CPU as the round
+    trip itself: issue 26). A connection that failed mid-command is closed rather than given back
+    with a reply half read."""
     pool = client.connection_pool
     connection = pool.get_connection()
     try:
+        return send(connection)
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+        connection.disconnect()
+        raise
+    finally:
+        pool.release(connection)
+
+
+def _throttle_script(client: redis.Redis, keys: list[str], args: list) -> list:
+    """The throttle script's reply, sent as EVALSHA (``_straight``: this runs on every throttled
+    request), and loaded first if Redis does not have it (a restarted server, ``SCRIPT FLUSH``)."""
+    def send(connection: redis.Connection) -> list:
         try:
             connection.send_command("EVALSHA", _THROTTLE_SHA, len(keys), *keys, *args)
             return connection.read_response()
@@ -86,11 +97,8 @@ def _throttle_script(client: redis.Redis, keys: list[str], args: list) -> list:
             connection.read_response()
             connection.send_command("EVALSHA", _THROTTLE_SHA, len(keys), *keys, *args)
             return connection.read_response()
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
-        connection.disconnect()
-        raise
-    finally:
-        pool.release(connection)
+
+    return _straight(client, send)
 
 
 class ThrottleHit:
@@ -169,6 +177,24 @@ class ResilientRedisCache(RedisCache):
         return ThrottleHit(bool(allowed), int(count), float(oldest) if oldest is not None else None,
                            {k: None if v is None else loads(v) for k, v in zip(read, values, strict=True)})
 
+    def get_many(self, keys, version=None):
+        """Django's ``get_many`` (the cache's own keys, values unpickled, misses left out), its MGET sent
+        ``_straight``: a signed-in page reads its board's generation and its session with it."""
+        if self._is_down():
+            return self._fallback.get_many(keys, version=version)
+        made = {self.make_and_validate_key(key, version=version): key for key in keys}
+        if not made:
+            return {}
+        try:
+            values = _straight(self._cache.get_client(None), lambda connection: (
+                connection.send_command("MGET", *made), connection.read_response())[1])
+        except self._errors as exc:
+            self._failed(exc)
+            return self._fallback.get_many(keys, version=version)
+        self._worked()
+        loads = self._cache._serializer.loads  # type: ignore[attr-defined]  # Django's own, not in its stubs
+        return {made[key]: loads(value) for key, value in zip(made, values, strict=True) if value is not None}
+
     def _worked(self) -> None:
         if self._location in _down_logged:
             with _state_lock:
@@ -196,6 +222,6 @@ def _resilient(name: str):
     return method
 
 
-for _name in ("add", "get", "set", "touch", "delete", "get_many", "has_key", "incr", "set_many", "delete_many",
+for _name in ("add", "get", "set", "touch", "delete", "has_key", "incr", "set_many", "delete_many",
               "clear"):
     setattr(ResilientRedisCache, _name, _resilient(_name))
