@@ -1,4 +1,5 @@
-"""Inserting many rows at once: PostgreSQL's COPY where it is available, bulk_create elsewhere.
+"""Writing many rows at once: PostgreSQL's COPY where it is available, bulk_create elsewhere; and
+updating many rows by key in one statement.
 
 Whole-round scoring writes tens of thousands of rows in one transaction (scores,
 board rows, status events, standings). ``bulk_create`` sends them as INSERTs of
@@ -8,7 +9,7 @@ batch; COPY streams the same rows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.db import models, router, transaction
 
@@ -70,4 +71,37 @@ def bulk_insert_values(model: type[models.Model], names: Sequence[str], rows: It
     filled = [None if f.attname in given else f.pre_save(defaults, True) for f in fields]
     at = [given.get(f.attname) for f in fields]
     _copy(model, conn, fields, ([filled[i] if j is None else row[j] for i, j in enumerate(at)] for row in rows))
+    return len(rows)
+
+
+def bulk_update_values(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    """Set the fields ``names`` of many rows, each row given as ``(pk, value, value...)``; returns how many.
+
+    ``bulk_update`` writes one ``CASE WHEN pk = ... THEN ...`` per row and field, which PostgreSQL
+    evaluates row by row: 4,000 rows took 1.5 s (a static board of 10,000 entrants moving its rank
+    ranges, issue 25's, on every scored upload). Here PostgreSQL joins the table to the values
+    passed as one array per column (``UPDATE ... FROM unnest(...)``), linear in the rows; other
+    databases run one ``UPDATE ... WHERE pk = ?`` per row in one ``executemany``. No signals, no
+    ``auto_now``: the values are written as given (prepared by each field for the database)."""
+    rows = list(rows)
+    if not rows:
+        return 0
+    conn = transaction.get_connection(router.db_for_write(model))
+    quote = conn.ops.quote_name
+    pk = model._meta.pk
+    fields = [cast(models.Field, model._meta.get_field(name)) for name in names]  # concrete fields only
+    columns = [pk, *fields]
+    prepared = [[f.get_db_prep_save(value, conn) for f, value in zip(columns, row, strict=True)] for row in rows]
+    table = quote(model._meta.db_table)
+    with conn.cursor() as cursor:
+        if conn.vendor == "postgresql":
+            arrays = ", ".join(f"%s::{f.db_type(conn)}[]" for f in columns)
+            names_v = ", ".join(f"c{i}" for i in range(len(columns)))
+            sets = ", ".join(f"{quote(f.column)} = v.c{i + 1}" for i, f in enumerate(fields))
+            cursor.execute(f"UPDATE {table} SET {sets} FROM unnest({arrays}) AS v({names_v}) "
+                           f"WHERE {table}.{quote(pk.column)} = v.c0", [list(col) for col in zip(*prepared)])
+        else:
+            sets = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+            cursor.executemany(f"UPDATE {table} SET {sets} WHERE {quote(pk.column)} = %s",
+                               [[*row[1:], row[0]] for row in prepared])
     return len(rows)

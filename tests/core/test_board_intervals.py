@@ -122,3 +122,76 @@ def test_large_mcwnm_board_resamples_over_the_partners_the_close_stored(tmp_path
         means = [np.mean(z[i][picks] * partner[picks]) for picks in draws]
         row = LeaderboardRow.objects.get(round=round_, entrant__owner=users[name])
         assert row.interval == pytest.approx(list(np.quantile(means, [0.025, 0.975])), abs=1e-12)
+
+
+def _ranges_by_hand(rows) -> dict[int, tuple[int, int]]:
+    """Each row's rank range from the definition, pair by pair: best is one more than the rows whose
+    interval lies wholly above its own, worst is the board's size less the rows wholly below it."""
+    pks = [pk for pk, _, _ in rows]
+    lo, hi = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+    above = (lo[None, :] > hi[:, None]).sum(axis=1)  # [i, j]: j's interval wholly above i's
+    below = (hi[None, :] < lo[:, None]).sum(axis=1)
+    return {pk: (1 + int(a), len(rows) - int(b)) for pk, a, b in zip(pks, above, below, strict=True)}
+
+
+def test_a_static_boards_rank_ranges_follow_a_new_leader_in_one_update(mini_benchmark):
+    """A new entrant above everyone moves every row's range: each is rewritten to what the definition
+    gives, by one UPDATE however many rows move (``bulk_update``'s batches of CASE per row took 2.7 s
+    a scored upload on a board of 10,000)."""
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from leaderboard.core.models import Round
+    from leaderboard.core.services.leaderboards import leaderboard_ranges_refresh
+    from tests.core.test_boards import fill_board
+
+    from django.db.models import F
+
+    fill_board(mini_benchmark, 2100)  # more than bulk_update's batch of 2,000
+    round_ = Round.objects.get(benchmark=mini_benchmark)
+    board = LeaderboardRow.objects.filter(round=round_, split="public")
+    board.update(interval_low=F("score") - 1.5, interval_high=F("score") + 1.5)  # neighbours overlap
+    with transaction.atomic():
+        leaderboard_ranges_refresh(round_, "public", higher_is_better=True)
+    rows = list(board.values_list("pk", "interval_low", "interval_high"))
+    assert {pk: (b, w) for pk, b, w in board.values_list("pk", "rank_best", "rank_worst")} == _ranges_by_hand(rows)
+
+    leader = fill_board(mini_benchmark, 1, start=2100)[0]
+    board.filter(entrant=leader).update(score=10_000.0, interval_low=9_999.0, interval_high=10_001.0)
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        moved = leaderboard_ranges_refresh(round_, "public", higher_is_better=True)
+    updates = [q["sql"] for q in queries.captured_queries if "UPDATE" in q["sql"]]  # SQLite: "2101 times: UPDATE"
+    assert moved == 2101 and len(updates) == 1
+    rows = list(board.values_list("pk", "interval_low", "interval_high"))
+    stored = {pk: (b, w) for pk, b, w in board.values_list("pk", "rank_best", "rank_worst")}
+    assert stored == _ranges_by_hand(rows)
+    assert stored[board.get(entrant=leader).pk] == (1, 1)
+
+
+def test_an_upload_that_does_not_change_the_board_row_leaves_the_ranges_alone(mini_benchmark, users):
+    """Rank ranges depend on the rows' scores and intervals only: an upload worse than the entrant's
+    best scores without reading the whole board again; one that beats it moves the ranges."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from leaderboard.core.services.submissions import submission_score
+    from tests.conftest import MINI_ROWS, submission_csv
+
+    def scored(user, a) -> list[str]:
+        sub = submission_create(user=user, benchmark=mini_benchmark, data=submission_csv(MINI_ROWS, a=a),
+                                filename="p.csv").submission  # inside the test's transaction: not scored yet
+        with CaptureQueriesContext(connection) as queries:
+            submission_score(submission_id=sub.pk)
+        reads = '"core_leaderboardrow"."interval_low" AS "interval_low"'  # the ranges' own read (values_list)
+        return [q["sql"] for q in queries.captured_queries if reads in q["sql"]]
+
+    reverse = [float(11 - i) for i in range(len(MINI_ROWS))]
+    assert scored(users["member"], None)  # a new row: the ranges are read and written
+    assert scored(users["owner"], reverse)
+    assert not scored(users["owner"], reverse[:-2] + [1.0, 2.0][::-1])  # no better than its best: untouched
+    assert scored(users["owner"], None)  # now its best: its row and the ranges move
+    rows = LeaderboardRow.objects.filter(round__benchmark=mini_benchmark, split="public")
+    stored = {pk: (b, w) for pk, b, w in rows.values_list("pk", "rank_best", "rank_worst")}
+    by_hand = _ranges_by_hand([(pk, min(s, lo), max(s, hi)) for pk, s, lo, hi
+                               in rows.values_list("pk", "score", "interval_low", "interval_high")])
+    assert stored == by_hand

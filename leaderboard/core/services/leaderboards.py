@@ -30,7 +30,7 @@ from django.utils import timezone
 from scoring.metrics_uncertainty import board_seed, contribution_intervals, rank_ranges
 
 from leaderboard.core.boardcache import boards_changed
-from leaderboard.core.bulk import bulk_insert
+from leaderboard.core.bulk import bulk_insert, bulk_update_values
 from leaderboard.core.models import (
     CaseResult,
     Entrant,
@@ -117,10 +117,8 @@ def leaderboard_ranges_refresh(round_: Round, split: str, *, higher_is_better: b
         "pk", "score", "interval_low", "interval_high", "rank_best", "rank_worst"))
     ranges = board_ranges([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
                           higher_is_better=higher_is_better)
-    moved = [LeaderboardRow(pk=r[0], rank_best=b, rank_worst=w)
-             for r, (b, w) in zip(rows, ranges, strict=True) if (r[4], r[5]) != (b, w)]
-    LeaderboardRow.objects.bulk_update(moved, ["rank_best", "rank_worst"], batch_size=2000)
-    return len(moved)
+    moved = [(r[0], b, w) for r, (b, w) in zip(rows, ranges, strict=True) if (r[4], r[5]) != (b, w)]
+    return bulk_update_values(LeaderboardRow, ["rank_best", "rank_worst"], moved)
 
 
 @dataclass
@@ -201,6 +199,9 @@ def leaderboard_refresh_entrant(round_: Round, entrant_id: int, *, ranges: bool 
     existing = {row.split: row for row in LeaderboardRow.objects.filter(round=round_, entrant_id=entrant_id)}
     boards_changed(round_.benchmark_id)
     now = timezone.now()
+    # The splits whose rank ranges may move: a row added or removed, or a score or interval changed
+    # (the ranges depend on nothing else; a resubmission that does not beat the best moves none).
+    moved = {split for split in existing if split not in picks}
     for split, (cand, metrics) in picks.items():
         missing, value = order_key(metrics.get(ranking), higher_is_better=higher)
         row = existing.pop(split, None)
@@ -217,12 +218,16 @@ def leaderboard_refresh_entrant(round_: Round, entrant_id: int, *, ranges: bool 
         }
         if row is None:
             LeaderboardRow.objects.create(round=round_, split=split, entrant_id=entrant_id, updated_at=now, **fields)
+            moved.add(split)
         elif any(getattr(row, name) != v for name, v in fields.items()):
             LeaderboardRow.objects.filter(pk=row.pk).update(updated_at=now, **fields)
+            if any(getattr(row, name) != fields[name] for name in ("score", "interval_low", "interval_high")):
+                moved.add(split)
     if existing:
         LeaderboardRow.objects.filter(pk__in=[row.pk for row in existing.values()]).delete()
     for split in kind.splits if ranges else ():
-        leaderboard_ranges_refresh(round_, split, higher_is_better=higher)
+        if split in moved:
+            leaderboard_ranges_refresh(round_, split, higher_is_better=higher)
 
 
 def leaderboard_refresh(round_: Round) -> None:
@@ -324,9 +329,9 @@ def standings_write(benchmark, entries: Iterable[StandingEntry], *, higher_is_be
             row.updated_at = now
             update.append(row)
     bulk_insert(StandingRow, create)
-    StandingRow.objects.bulk_update(update, ["score", "metrics", "rounds", "order_missing", "order_value",
-                                             "order_at", "updated_at", "interval_low", "interval_high",
-                                             "rank_best", "rank_worst"], batch_size=2000)
+    written = ["score", "metrics", "rounds", "order_missing", "order_value", "order_at", "updated_at",
+               "interval_low", "interval_high", "rank_best", "rank_worst"]
+    bulk_update_values(StandingRow, written, [(row.pk, *(getattr(row, name) for name in written)) for row in update])
     if existing:
         StandingRow.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
     boards_changed(benchmark.pk)
