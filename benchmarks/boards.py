@@ -127,6 +127,7 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at start")
 
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: pages name the hashed files
     bundle = Path(tempfile.mkdtemp()) / "bundle"
     bundle.mkdir()
     demo.write_bundle(bundle)

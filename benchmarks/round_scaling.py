@@ -10,7 +10,7 @@ worker computes MCWNM and APCWNM, every pair of submissions, and stores them), t
 of the final truth to a complete board; for each, the wall time, the worker's CPU time (all its
 threads; PostgreSQL's own work is not in it) and its peak memory (VmHWM). Then fits
 ``figure = c * submissions ** k`` by least squares on the logarithms and prints each exponent
-k. ``--pairwise-at-resolve``: the resolve computes MCWNM and APCWNM itself (as before they
+k: of the close, of the resolve, and of the whole round (the two times summed, the larger peak). ``--pairwise-at-resolve``: the resolve computes MCWNM and APCWNM itself (as before they
 moved to the close, or when the close's task was lost).
 
 Goals (issue 26, this 2-core machine): 20,000 x 5,000 within 30 s and 2 GB; exponents of at
@@ -82,6 +82,11 @@ def main() -> None:
             fits = [exponent(n, [r[key] for r in runs]) for key in keys]
             print(f"fitted exponents of the {what} over {n[0]:,} to {n[-1]:,} submissions (goal <= 1.1): "
                   f"time {fits[0]:.2f}, worker CPU {fits[1]:.2f}, peak memory {fits[2]:.2f}")
+        whole = [exponent(n, [r["close_seconds"] + r["seconds"] for r in runs]),
+                 exponent(n, [r["close_cpu"] + r["worker_cpu"] for r in runs]),
+                 exponent(n, [max(r["close_peak_mb"], r["peak_mb"]) for r in runs])]
+        print(f"fitted exponents of the whole round (close, then resolve: times summed, the larger peak) "
+              f"(goal <= 1.1): time {whole[0]:.2f}, worker CPU {whole[1]:.2f}, peak memory {whole[2]:.2f}")
     for r in runs:
         if r["submissions"] == 20_000:
             print(f"20,000 submissions: resolve {r['seconds']:.1f} s (goal 30 s: ratio {r['seconds'] / 30:.2f}), "
