@@ -74,6 +74,13 @@ def bulk_insert_values(model: type[models.Model], names: Sequence[str], rows: It
     return len(rows)
 
 
+# Fields whose values psycopg and sqlite3 take as Python gives them (int, float, bool, None): preparing
+# each cell through the field cost more than the UPDATE itself on a board of 10,000 rows.
+_PLAIN = frozenset({"AutoField", "BigAutoField", "SmallAutoField", "IntegerField", "BigIntegerField",
+                    "SmallIntegerField", "PositiveIntegerField", "PositiveBigIntegerField",
+                    "PositiveSmallIntegerField", "FloatField", "BooleanField"})
+
+
 def bulk_update_values(model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
     """Set the fields ``names`` of many rows, each row given as ``(pk, value, value...)``; returns how many.
 
@@ -82,7 +89,8 @@ def bulk_update_values(model: type[models.Model], names: Sequence[str], rows: It
     ranges, issue 25's, on every scored upload). Here PostgreSQL joins the table to the values
     passed as one array per column (``UPDATE ... FROM unnest(...)``), linear in the rows; other
     databases run one ``UPDATE ... WHERE pk = ?`` per row in one ``executemany``. No signals, no
-    ``auto_now``: the values are written as given (prepared by each field for the database)."""
+    ``auto_now``: the values are written as given, prepared by each field for the database except
+    numbers and booleans (``_PLAIN``), which must be given as int, float, bool or None."""
     rows = list(rows)
     if not rows:
         return 0
@@ -91,7 +99,9 @@ def bulk_update_values(model: type[models.Model], names: Sequence[str], rows: It
     pk = model._meta.pk
     fields = [cast(models.Field, model._meta.get_field(name)) for name in names]  # concrete fields only
     columns = [pk, *fields]
-    prepared = [[f.get_db_prep_save(value, conn) for f, value in zip(columns, row, strict=True)] for row in rows]
+    plain = [f.get_internal_type() in _PLAIN for f in columns]  # numbers and booleans: passed as they are
+    prepared = [[value if as_is else f.get_db_prep_save(value, conn)
+                 for f, as_is, value in zip(columns, plain, row, strict=True)] for row in rows]
     table = quote(model._meta.db_table)
     with conn.cursor() as cursor:
         if conn.vendor == "postgresql":
