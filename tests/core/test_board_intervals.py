@@ -139,13 +139,12 @@ def test_a_static_boards_rank_ranges_follow_a_new_leader_in_one_update(mini_benc
     gives, by one UPDATE however many rows move (``bulk_update``'s batches of CASE per row took 2.7 s
     a scored upload on a board of 10,000)."""
     from django.db import connection, transaction
+    from django.db.models import F
     from django.test.utils import CaptureQueriesContext
 
     from leaderboard.core.models import Round
     from leaderboard.core.services.leaderboards import leaderboard_ranges_refresh
     from tests.core.test_boards import fill_board
-
-    from django.db.models import F
 
     fill_board(mini_benchmark, 2100)  # more than bulk_update's batch of 2,000
     round_ = Round.objects.get(benchmark=mini_benchmark)
