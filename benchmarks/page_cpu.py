@@ -46,7 +46,8 @@ def main() -> None:
     parser.add_argument("--per-entrant", type=int, default=5)
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--profile", metavar="TARGET", choices=["api", "anonymous", "logged in"],
-                        help="also print where TARGET's CPU goes (cProfile, the 25 costliest functions)")
+                        help="also print where TARGET's CPU goes (cProfile on CPU time: the 60 functions costliest "
+                             "in their own code)")
     args = parser.parse_args()
     if not latency._scratch_database(fresh=True):
         print("page_cpu.py: skipped, set DATABASE_URL to a scratch PostgreSQL database (it is dropped and "

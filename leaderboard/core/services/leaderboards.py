@@ -216,13 +216,13 @@ def leaderboard_refresh_entrant(round_: Round, entrant_id: int, *, ranges: bool 
             "order_missing": missing, "order_value": value, "order_at": cand.received_at,
             "interval_low": low, "interval_high": high,
         }
+        changed = set(fields) if row is None else {name for name, v in fields.items() if getattr(row, name) != v}
         if row is None:
             LeaderboardRow.objects.create(round=round_, split=split, entrant_id=entrant_id, updated_at=now, **fields)
-            moved.add(split)
-        elif any(getattr(row, name) != v for name, v in fields.items()):
+        elif changed:
             LeaderboardRow.objects.filter(pk=row.pk).update(updated_at=now, **fields)
-            if any(getattr(row, name) != fields[name] for name in ("score", "interval_low", "interval_high")):
-                moved.add(split)
+        if changed & {"score", "interval_low", "interval_high"}:
+            moved.add(split)
     if existing:
         LeaderboardRow.objects.filter(pk__in=[row.pk for row in existing.values()]).delete()
     for split in kind.splits if ranges else ():
