@@ -82,10 +82,14 @@ lint: $(VENV)/.installed-dev
 # so a running demo never sees their tasks. A model change without its migration
 # fails first. The whole suite (no PYTEST_ARGS, as CI runs it) starts with make lint.
 # With CI=true the runtime-only check runs after the suite.
+# The suite runs in one process per core, at most 4 (pytest-xdist; PYTEST_WORKERS=0 runs it in this
+# process). Each process has its own test database, Redis database and data folder
+# (tests/support/parallel.py); idle ones take tests from busy ones (worksteal), as durations vary 1000x.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 test: $(VENV)/.installed-dev
 	DATABASE_URL= DATA_DIR=$(CURDIR)/data/test $(PY) manage.py makemigrations --check --dry-run
 	@if [ -z "$(PYTEST_ARGS)" ]; then $(MAKE) --no-print-directory lint; fi
-	DATA_DIR=$(CURDIR)/data/test $(PY) -m pytest $(PYTEST_ARGS)
+	DATA_DIR=$(CURDIR)/data/test $(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 	@if [ "$$CI" = "true" ]; then $(MAKE) --no-print-directory runtime-check; fi
 
 # Built from scratch whenever pyproject.toml or the lock changes, as the image installs it: the

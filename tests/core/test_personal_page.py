@@ -19,6 +19,7 @@ from leaderboard.core.quota import utc_day
 from tests.core.test_boards import fill_board
 from tests.core.test_public_reads import _uncached  # what the view renders, the shared page set aside
 from tests.core.test_round_pages import rounds  # noqa: F401 -- a fixture
+from tests.support.redis_monitor import redis_commands
 
 PAGE = "/b/mini-props/"
 CSRF = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"')
@@ -263,17 +264,6 @@ def test_each_signed_in_page_has_its_own_csrf_token_and_the_logout_form_accepts_
     assert response.status_code == 302 and "_auth_user_id" not in client.session
 
 
-def _redis_calls(run) -> dict[str, int]:
-    from django.core.cache import cache
-
-    stats = cache._cache.get_client(None, write=True)
-    before = stats.info("commandstats")
-    run()
-    after = stats.info("commandstats")
-    calls = {k.removeprefix("cmdstat_"): v["calls"] - before.get(k, {"calls": 0})["calls"] for k, v in after.items()}
-    return {k: n for k, n in calls.items() if n and k != "info"}
-
-
 def test_a_signed_in_page_makes_one_redis_read_and_find_me_follows_the_board(mini_benchmark, users, client,
                                                                              settings):
     """On Redis a signed-in page makes one read: the board's generation with the visitor's session
@@ -292,7 +282,7 @@ def test_a_signed_in_page_makes_one_redis_read_and_find_me_follows_the_board(min
     client.get(PAGE)
     client.force_login(users["member"])
     assert 'href="?split=public&amp;page=1#rank-4"' in _spliced(client, PAGE)[0].content.decode()
-    calls = _redis_calls(lambda: _spliced(client, PAGE))
+    calls = redis_commands(lambda: _spliced(client, PAGE))
     assert calls == {"mget": 1}, calls
 
     LeaderboardRow.objects.filter(entrant__name="e3").update(  # between e8 and e9, as a new score would put it

@@ -1,0 +1,52 @@
+"""One Redis database and one data folder per pytest-xdist worker (loaded with ``-p`` in pyproject).
+
+``make test`` runs the suite in several processes (pytest-xdist). pytest-django already gives each
+worker its own test database (``test_<name>_gw0``, ...). Everything else a test shares through the
+environment is split here, before Django reads its settings:
+
+- ``REDIS_URL``: worker N uses database base + N, so a worker's cache, throttles, board caches and
+  Celery queues (the real workers some tests start) never see another's;
+- ``DATA_DIR``: worker N uses ``$DATA_DIR/gwN``, holding its SQLite test database, its embedded
+  broker, collectstatic's files and everything else the settings put there.
+
+Run without xdist (``pytest -p no:xdist``, or a single test), nothing changes.
+"""
+from __future__ import annotations
+
+import os
+import urllib.parse
+from pathlib import Path
+
+REDIS_DATABASES = 16  # Redis's default `databases`
+
+
+def _worker_number(worker: str) -> int:
+    if not worker.startswith("gw") or not worker[2:].isdigit():
+        raise RuntimeError(f"unexpected PYTEST_XDIST_WORKER {worker!r} (expected gw0, gw1, ...)")
+    return int(worker[2:])
+
+
+def redis_url_for_worker(url: str, number: int) -> str:
+    """The same server, database ``base + number`` (``redis://host:6379/3`` -> ``/4`` for gw1)."""
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path.strip("/")
+    base = int(path) if path.isdigit() else 0
+    db = base + number
+    if db >= REDIS_DATABASES:
+        raise RuntimeError(f"REDIS_URL's database {base} + worker {number} is past Redis's {REDIS_DATABASES} "
+                           f"databases: run fewer workers (make test PYTEST_WORKERS=...) or use a lower database")
+    return urllib.parse.urlunsplit(parts._replace(path=f"/{db}"))
+
+
+def _split_for_worker() -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    number = _worker_number(worker)
+    if os.environ.get("REDIS_URL"):
+        os.environ["REDIS_URL"] = redis_url_for_worker(os.environ["REDIS_URL"], number)
+    base = os.environ.get("DATA_DIR") or str(Path(__file__).resolve().parents[2] / "data")  # the settings' default
+    os.environ["DATA_DIR"] = os.path.join(base, worker)
+
+
+_split_for_worker()
