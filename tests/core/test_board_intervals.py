@@ -229,7 +229,7 @@ def test_a_scored_upload_writes_only_its_own_entrants_board_rows(mini_benchmark,
     def others():
         rows = board.exclude(entrant__owner=users["member"]).order_by("pk")
         if connection.vendor == "postgresql":  # a row written again, even to the same values, moves
-            return list(rows.annotate(ctid=RawSQL("ctid::text", [])).values_list("ctid", *columns))
+            return list(rows.annotate(ctid=RawSQL(f'"{table}".ctid::text', [])).values_list("ctid", *columns))
         return list(rows.values_list(*columns))
 
     untouched = others()
