@@ -297,9 +297,20 @@ def board_direction(benchmark: Benchmark) -> bool:
 def board_intervals(qs: QuerySet) -> tuple[np.ndarray, np.ndarray]:
     """The intervals every row of one board (``qs``: its rows) holds for its rank range
     (``scoring.metrics_uncertainty.rank_intervals``), in one query whatever the board's size."""
-    values = list(qs.order_by().values_list("score", "interval_low", "interval_high"))
-    scores, lows, highs = (np.array(column, dtype=np.float64) for column in zip(*values)) if values else (
-        np.empty(0), np.empty(0), np.empty(0))
+    columns = qs.order_by().values_list("score", "interval_low", "interval_high")
+    if connection.vendor == "postgresql":
+        # Three arrays, not a tuple per row: 10,000 row tuples set off Python's cyclic garbage
+        # collector, a full pass over the process's heap (60 ms, one read in ten at 10,000 rows).
+        # One scan feeds the three aggregates: element i of each array is the same row.
+        sql, params = columns.query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT array_agg(b.score), array_agg(b.interval_low), array_agg(b.interval_high) "
+                           f"FROM ({sql}) b", params)
+            found = cursor.fetchone()
+        values = [found[i] or [] for i in range(3)] if found else [[], [], []]
+    else:
+        values = [list(column) for column in zip(*columns)] or [[], [], []]
+    scores, lows, highs = (np.array(column, dtype=np.float64) for column in values)
     return rank_intervals(scores, lows, highs)
 
 
