@@ -46,6 +46,7 @@ from scoring.metrics_uncertainty import (
     bootstrap_ci,
     contribution_intervals,
     paired_bootstrap_diff,
+    rank_intervals,
     rank_ranges,
     ratio_intervals,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "paired_bootstrap_diff",
     "board_seed",
     "contribution_intervals",
+    "rank_intervals",
     "rank_ranges",
     "ratio_intervals",
     # whole rounds

@@ -11,7 +11,8 @@ ranking metric is the mean of one contribution per case (an exact-match hit, a
 case's share of a correlation, ...): resample i weighs case j by how often row i of
 the draw below picks it, so every row of the board is resampled with the same cases
 (a paired bootstrap) in one matrix product. ``rank_ranges``: the ranks each row could
-hold within those intervals. ``board_seed``: the fixed seed of one board version.
+hold within those intervals (``rank_intervals``: the intervals a board reads them from).
+``board_seed``: the fixed seed of one board version.
 
 Resample i uses row i of ``numpy.random.default_rng(seed).integers(0, n, size=(resamples, n))``
 (drawn in blocks to bound memory; the stream is the same), so results are reproducible.
@@ -29,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["BootstrapCI", "PairedBootstrap", "board_seed", "bootstrap_ci", "contribution_intervals",
-           "paired_bootstrap_diff", "ragged_mean_intervals", "rank_ranges", "ratio_intervals", "resample_counts"]
+           "paired_bootstrap_diff", "ragged_mean_intervals", "rank_intervals", "rank_ranges", "ratio_intervals",
+           "resample_counts"]
 
 BOARD_RESAMPLES = 1000  # resamples of a board's intervals
 BOARD_CONFIDENCE = 0.95
@@ -225,23 +227,35 @@ def contribution_intervals(
     return low, high
 
 
-def rank_ranges(low: Any, high: Any, *, higher_is_better: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def rank_ranges(low: Any, high: Any, *, higher_is_better: bool = True,
+                board: tuple[Any, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The best and worst rank each row could hold within its interval ``[low, high]``.
 
     Row j is surely ahead of row i when their intervals do not overlap and j's lies on the
     better side; best(i) = 1 + rows surely ahead, worst(i) = rows - rows surely behind.
     Rows with an undefined interval (NaN) rank below every other and are given their
     place among themselves as both ends (best = the rows with an interval + 1, worst = all).
+
+    ``board``: ``(low, high)`` of every row of the board when ``low`` and ``high`` are only some
+    of its rows (a page): each is ranked against the whole board, which must hold it (the same
+    answer as ranking the whole board and picking the page's rows). Two ``searchsorted`` per row
+    after one sort of the board's ends.
     """
     lo = np.asarray(low, dtype=np.float64).ravel()
     hi = np.asarray(high, dtype=np.float64).ravel()
     if lo.shape != hi.shape:
         raise ValueError(f"low and high must have the same length; got {lo.size} and {hi.size}")
+    board_lo, board_hi = (lo, hi) if board is None else (np.asarray(board[0], dtype=np.float64).ravel(),
+                                                         np.asarray(board[1], dtype=np.float64).ravel())
+    if board_lo.shape != board_hi.shape:
+        raise ValueError(f"the board's low and high must have the same length; got {board_lo.size} and "
+                         f"{board_hi.size}")
     defined = np.isfinite(lo) & np.isfinite(hi)
-    if (lo[defined] > hi[defined]).any():
+    on_board = np.isfinite(board_lo) & np.isfinite(board_hi)
+    if (lo[defined] > hi[defined]).any() or (board_lo[on_board] > board_hi[on_board]).any():
         raise ValueError("every interval's low must not exceed its high")
-    total, count = lo.size, int(defined.sum())
-    lows, highs = np.sort(lo[defined]), np.sort(hi[defined])
+    total, count = board_lo.size, int(on_board.sum())
+    lows, highs = np.sort(board_lo[on_board]), np.sort(board_hi[on_board])
     if higher_is_better:
         ahead = count - np.searchsorted(lows, hi, side="right")  # rows whose low > my high
         behind = np.searchsorted(highs, lo, side="left")  # rows whose high < my low
@@ -251,6 +265,23 @@ def rank_ranges(low: Any, high: Any, *, higher_is_better: bool = True) -> tuple[
     best = np.where(defined, 1 + ahead, count + 1).astype(np.int64)
     worst = np.where(defined, count - behind, total).astype(np.int64)
     return best, worst
+
+
+def rank_intervals(scores: Any, low: Any, high: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals a board's rank ranges are read from, one per row: ``[low, high]`` stretched to
+    hold the row's own score (a percentile interval can, rarely, miss it), the point
+    ``[score, score]`` where a bound is missing (None or NaN), and NaN for a row without a score
+    (ranked last: it gets no range and never counts against another's)."""
+    sc = np.asarray(scores, dtype=np.float64).ravel()
+    lo = np.asarray(low, dtype=np.float64).ravel()
+    hi = np.asarray(high, dtype=np.float64).ravel()
+    if not sc.shape == lo.shape == hi.shape:
+        raise ValueError(f"scores, low and high must have the same length; got {sc.size}, {lo.size}, {hi.size}")
+    scored = np.isfinite(sc)
+    out_lo = np.where(np.isfinite(lo), np.minimum(sc, lo), sc)
+    out_hi = np.where(np.isfinite(hi), np.maximum(sc, hi), sc)
+    out_lo[~scored], out_hi[~scored] = np.nan, np.nan
+    return out_lo, out_hi
 
 
 def ragged_mean_intervals(

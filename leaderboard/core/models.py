@@ -447,13 +447,12 @@ class BoardOrder(models.Model):
     order_value = models.FloatField(default=0.0)
     order_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
-    # The 95% bootstrap interval of the ranking metric and the ranks the row could hold
-    # within the board's intervals (``rank_best`` <= ``rank_worst``); written when the
-    # board is built (services/leaderboards.py), null where the kind gives no interval.
+    # The 95% bootstrap interval of the ranking metric, written when the row is
+    # (services/leaderboards.py), null where the kind gives no interval. The ranks the row
+    # could hold within the board's intervals (``rank_range``) depend on every row's, so,
+    # like the rank, they are derived when the board is read (``selectors.board_page``).
     interval_low = models.FloatField(null=True, blank=True)
     interval_high = models.FloatField(null=True, blank=True)
-    rank_best = models.PositiveIntegerField(null=True, blank=True)
-    rank_worst = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         abstract = True
@@ -463,12 +462,6 @@ class BoardOrder(models.Model):
         if self.interval_low is None or self.interval_high is None:
             return None
         return [self.interval_low, self.interval_high]
-
-    @property
-    def rank_range(self) -> list[int] | None:
-        if self.rank_best is None or self.rank_worst is None:
-            return None
-        return [self.rank_best, self.rank_worst]
 
 
 class LeaderboardRow(BoardOrder):

@@ -388,7 +388,7 @@ def round_detail(request, slug, number):
     board = selectors.round_board_page(round_, page=page_number, page_size=page_size)
     columns = list(kind.board_metrics(b.config))
     # The chart draws the top entrants of the board and the viewer's own.
-    top = [r.entrant.name for r in selectors.round_board_page(round_, page=1, page_size=8).rows]
+    top = [r.entrant.name for r in selectors.round_board_page(round_, page=1, page_size=8, ranges=False).rows]
     mine_ids = selectors.viewer_entrant_ids(request.user)
     mine = list(Entrant.objects.filter(pk__in=mine_ids).order_by("name", "id").values_list("name", flat=True))
     drawn = top + [m for m in mine if m not in top]

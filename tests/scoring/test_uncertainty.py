@@ -130,6 +130,26 @@ def test_rank_ranges_undefined_intervals_rank_last():
     assert best.tolist() == [1, 3, 2] and worst.tolist() == [1, 3, 2]
 
 
+def test_rank_ranges_of_a_page_rank_it_against_the_whole_board():
+    # The board of test_rank_ranges_worked_by_hand (A, B, C, D) and a fifth row E without an interval;
+    # a page holding C, E and A is ranked against all five: C 2-3, E 5-5, A 1-2 (E counts in "all").
+    board = ([0.85, 0.6, 0.65, 0.2, np.nan], [0.95, 0.9, 0.75, 0.4, np.nan])
+    best, worst = metrics.rank_ranges([0.65, np.nan, 0.85], [0.75, np.nan, 0.95], board=board)
+    assert best.tolist() == [2, 5, 1] and worst.tolist() == [3, 5, 2]
+    best, worst = metrics.rank_ranges([0.65], [0.75], higher_is_better=False, board=board)
+    assert best.tolist() == [2] and worst.tolist() == [3]  # lower is better: D surely ahead, A surely behind
+
+
+def test_rank_intervals_hold_the_score_and_drop_rows_without_one():
+    # [0.2, 0.4] holds 0.3 as it is; [0.5, 0.6] is stretched down to the score 0.45 (a percentile
+    # interval that missed it); no interval: the point [0.7, 0.7]; one bound: the score stands in for
+    # the other; no score (None or NaN): no interval, whatever the bounds say.
+    lo, hi = metrics.rank_intervals([0.3, 0.45, 0.7, 0.8, None, np.nan], [0.2, 0.5, None, 0.75, 0.1, 0.1],
+                                    [0.4, 0.6, None, np.nan, 0.9, 0.9])
+    assert lo[:4].tolist() == [0.2, 0.45, 0.7, 0.75] and hi[:4].tolist() == [0.4, 0.6, 0.7, 0.8]
+    assert np.isnan(lo[4:]).all() and np.isnan(hi[4:]).all()
+
+
 def test_ndcg_shares_average_to_the_symmetric_ndcg_with_ties():
     from scoring.rounds import score_ranking_round, symmetric_ndcg_contributions
 

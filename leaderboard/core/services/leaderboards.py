@@ -6,28 +6,26 @@ on that entrant, so the cost does not grow with the board and different
 entrants never wait on each other. Whole-round scoring (round kinds) writes a
 round's board in one go, since it has every value at once.
 
-Every row also carries the 95% bootstrap interval of its ranking metric and the
-ranks it could hold within the board's intervals (``rank_best``..``rank_worst``),
-both computed here, when the board is built (``scoring.metrics_uncertainty``, one
-implementation for every kind): a static kind's interval resamples the cases of
-the row's split (seed fixed per board version: benchmark, round, split and truth
-version), a round's resamples its ids, the standings' the entrant's rounds. A
-static board's rank ranges are recomputed for the whole split after each entrant's
-refresh (one read of the board's intervals; only rows whose range moved are written).
+Every row also carries the 95% bootstrap interval of its ranking metric, computed
+here when the row is written (``scoring.metrics_uncertainty``, one implementation
+for every kind): a static kind's interval resamples the cases of the row's split
+(seed fixed per board version: benchmark, round, split and truth version), a
+round's resamples its ids, the standings' the entrant's rounds. The ranks a row
+could hold within the board's intervals depend on every row's, so, like its rank,
+they are never stored: ``selectors.board_page`` derives them when the board is read.
 """
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from scoring.metrics_uncertainty import board_seed, contribution_intervals, rank_ranges
+from scoring.metrics_uncertainty import board_seed, contribution_intervals
 
 from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.bulk import bulk_insert, bulk_update_values
@@ -42,10 +40,6 @@ from leaderboard.core.models import (
     TruthVersion,
 )
 
-# pg_advisory_xact_lock(_BOARD_LOCK, round id): one static board's rank ranges are recomputed
-# by one transaction at a time (entrants' refreshes otherwise run side by side).
-_BOARD_LOCK = 250025
-
 
 def order_key(value: Any, *, higher_is_better: bool) -> tuple[bool, float]:
     """(order_missing, order_value) of a ranking value: missing (None, NaN) sorts last."""
@@ -57,28 +51,6 @@ def order_key(value: Any, *, higher_is_better: bool) -> tuple[bool, float]:
 
 def _finite(value: Any) -> float | None:
     return float(value) if value is not None and math.isfinite(float(value)) else None
-
-
-def board_ranges(scores: Sequence[Any], lows: Sequence[Any], highs: Sequence[Any], *,
-                 higher_is_better: bool) -> list[tuple[int | None, int | None]]:
-    """``(rank_best, rank_worst)`` of each row of one board from its score and interval.
-
-    A row's interval is stretched to hold its own score (a percentile interval can, rarely,
-    miss it), and a row with a score but no interval counts as the point ``[score, score]``;
-    rows without a score (ranked last) get no range and never count against another's.
-    """
-    n = len(scores)
-    lo, hi = np.full(n, np.nan), np.full(n, np.nan)
-    for i, (score, low, high) in enumerate(zip(scores, lows, highs, strict=True)):
-        sc = _finite(score)
-        if sc is None:
-            continue
-        low_f, high_f = _finite(low), _finite(high)
-        lo[i] = min(sc, low_f) if low_f is not None else sc
-        hi[i] = max(sc, high_f) if high_f is not None else sc
-    best, worst = rank_ranges(lo, hi, higher_is_better=higher_is_better)
-    return [(int(b), int(w)) if np.isfinite(lo[i]) else (None, None)
-            for i, (b, w) in enumerate(zip(best, worst, strict=True))]
 
 
 def static_board_seed(round_: Round, split: str) -> int:
@@ -105,20 +77,6 @@ def static_row_interval(round_: Round, split: str, submission_id: int, metrics: 
         return None, None
     low, high = contribution_intervals(contributions, seed=seed)
     return _finite(low[0]), _finite(high[0])
-
-
-def leaderboard_ranges_refresh(round_: Round, split: str, *, higher_is_better: bool) -> int:
-    """Recompute the rank ranges of one static board (split) from its rows' intervals; write only
-    the rows whose range moved. Returns how many moved. Call inside the transaction that changed it."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_BOARD_LOCK, round_.pk])
-    rows = list(LeaderboardRow.objects.filter(round=round_, split=split).order_by("pk").values_list(
-        "pk", "score", "interval_low", "interval_high", "rank_best", "rank_worst"))
-    ranges = board_ranges([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-                          higher_is_better=higher_is_better)
-    moved = [(r[0], b, w) for r, (b, w) in zip(rows, ranges, strict=True) if (r[4], r[5]) != (b, w)]
-    return bulk_update_values(LeaderboardRow, ["rank_best", "rank_worst"], moved)
 
 
 @dataclass
@@ -165,15 +123,15 @@ def _pick_rows(round_: Round, candidates: list[_Candidate]) -> dict[str, tuple[_
     return picks
 
 
-def leaderboard_refresh_entrant(round_: Round, entrant_id: int, *, ranges: bool = True) -> None:
+def leaderboard_refresh_entrant(round_: Round, entrant_id: int) -> None:
     """Bring one entrant's rows of a round (static kinds) up to date with its scored submissions.
 
     Locks the entrant (two workers scoring the same entrant's submissions queue
     here; other entrants do not), recomputes its best/selected submission per
     split from its own scores and inserts, updates or deletes its rows. A row's
     ``updated_at`` changes only when the row does. Call inside the transaction
-    that wrote the scores. Late submissions never rank. ``ranges`` False: leave the board's
-    rank ranges to the caller (``leaderboard_refresh`` recomputes them once at the end).
+    that wrote the scores. Late submissions never rank. No other entrant's row is read or
+    written: the rank ranges the row moves are derived when the board is read.
     """
     assert transaction.get_connection().in_atomic_block, "call leaderboard_refresh_entrant inside a transaction"
     # NO KEY UPDATE: an upload's foreign-key check on the entrant never waits on it.
@@ -199,9 +157,6 @@ def leaderboard_refresh_entrant(round_: Round, entrant_id: int, *, ranges: bool 
     existing = {row.split: row for row in LeaderboardRow.objects.filter(round=round_, entrant_id=entrant_id)}
     boards_changed(round_.benchmark_id)
     now = timezone.now()
-    # The splits whose rank ranges may move: a row added or removed, or a score or interval changed
-    # (the ranges depend on nothing else; a resubmission that does not beat the best moves none).
-    moved = {split for split in existing if split not in picks}
     for split, (cand, metrics) in picks.items():
         missing, value = order_key(metrics.get(ranking), higher_is_better=higher)
         row = existing.pop(split, None)
@@ -221,13 +176,8 @@ def leaderboard_refresh_entrant(round_: Round, entrant_id: int, *, ranges: bool 
             LeaderboardRow.objects.create(round=round_, split=split, entrant_id=entrant_id, updated_at=now, **fields)
         elif changed:
             LeaderboardRow.objects.filter(pk=row.pk).update(updated_at=now, **fields)
-        if changed & {"score", "interval_low", "interval_high"}:
-            moved.add(split)
     if existing:
         LeaderboardRow.objects.filter(pk__in=[row.pk for row in existing.values()]).delete()
-    for split in kind.splits if ranges else ():
-        if split in moved:
-            leaderboard_ranges_refresh(round_, split, higher_is_better=higher)
 
 
 def leaderboard_refresh(round_: Round) -> None:
@@ -241,11 +191,7 @@ def leaderboard_refresh(round_: Round) -> None:
                    .values_list("entrant_id", flat=True))
     entrants |= set(LeaderboardRow.objects.filter(round=round_).values_list("entrant_id", flat=True))
     for entrant_id in sorted(entrants):
-        leaderboard_refresh_entrant(round_, entrant_id, ranges=False)
-    kind = round_.benchmark.kind_impl
-    higher = kind.metric(kind.ranking_metric_for(round_.benchmark.config)).higher_is_better
-    for split in kind.splits:
-        leaderboard_ranges_refresh(round_, split, higher_is_better=higher)
+        leaderboard_refresh_entrant(round_, entrant_id)
 
 
 @dataclass
@@ -266,17 +212,15 @@ def round_board_write(round_: Round, entries: Iterable[BoardEntry], *, ranking: 
     assert transaction.get_connection().in_atomic_block, "call round_board_write inside a transaction"
     now = timezone.now()
     entries = list(entries)
-    ranges = board_ranges([e.metrics.get(ranking) for e in entries], [e.interval[0] for e in entries],
-                          [e.interval[1] for e in entries], higher_is_better=higher_is_better)
     rows = []
-    for e, (best, worst) in zip(entries, ranges, strict=True):
+    for e in entries:
         missing, value = order_key(e.metrics.get(ranking), higher_is_better=higher_is_better)
         rows.append(LeaderboardRow(
             round=round_, split=split, entrant_id=e.entrant_id, submission_id=e.submission_id,
             score=e.metrics.get(ranking), metrics=dict(e.metrics), submissions_count=e.submissions_count,
             provisional=provisional, as_of=as_of, order_missing=missing, order_value=value,
             order_at=e.received_at, updated_at=now, interval_low=_finite(e.interval[0]),
-            interval_high=_finite(e.interval[1]), rank_best=best, rank_worst=worst,
+            interval_high=_finite(e.interval[1]),
         ))
     LeaderboardRow.objects.filter(round=round_, split=split).delete()
     bulk_insert(LeaderboardRow, rows)
@@ -305,20 +249,12 @@ def standings_write(benchmark, entries: Iterable[StandingEntry], *, higher_is_be
     now = timezone.now()
     tracks = set(tracks)
     existing = {(r.track, r.entrant_id): r for r in StandingRow.objects.filter(benchmark=benchmark, track__in=tracks)}
-    entries = list(entries)
-    ranges: dict[int, tuple[int | None, int | None]] = {}
-    for track in {e.track for e in entries}:
-        of_track = [i for i, e in enumerate(entries) if e.track == track]
-        for i, r in zip(of_track, board_ranges(
-                [entries[i].score for i in of_track], [entries[i].interval[0] for i in of_track],
-                [entries[i].interval[1] for i in of_track], higher_is_better=higher_is_better), strict=True):
-            ranges[i] = r
     create, update = [], []
-    for i, e in enumerate(entries):
+    for e in entries:
         missing, value = order_key(e.score, higher_is_better=higher_is_better)
         fields = {"score": e.score, "metrics": dict(e.metrics), "rounds": e.rounds, "order_missing": missing,
                   "order_value": value, "order_at": e.order_at, "interval_low": _finite(e.interval[0]),
-                  "interval_high": _finite(e.interval[1]), "rank_best": ranges[i][0], "rank_worst": ranges[i][1]}
+                  "interval_high": _finite(e.interval[1])}
         row = existing.pop((e.track, e.entrant_id), None)
         if row is None:
             create.append(StandingRow(benchmark=benchmark, track=e.track, entrant_id=e.entrant_id,
@@ -330,7 +266,7 @@ def standings_write(benchmark, entries: Iterable[StandingEntry], *, higher_is_be
             update.append(row)
     bulk_insert(StandingRow, create)
     written = ["score", "metrics", "rounds", "order_missing", "order_value", "order_at", "updated_at",
-               "interval_low", "interval_high", "rank_best", "rank_worst"]
+               "interval_low", "interval_high"]
     bulk_update_values(StandingRow, written, [(row.pk, *(getattr(row, name) for name in written)) for row in update])
     if existing:
         StandingRow.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
