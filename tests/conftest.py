@@ -95,6 +95,16 @@ def api_for(users):
     return make
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    """Each pytest-xdist worker starts with a Redis database and a data folder of its own
+    (tests/support/parallel.py), set in its environment before its Django reads the settings."""
+    from tests.support.parallel import worker_environment
+
+    for spec in specs:
+        spec.env.update(worker_environment(spec.id))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _collected_static():
     """Pages name the hashed static files of collectstatic's manifest, as in production: collect once a run

@@ -1,15 +1,17 @@
-"""One Redis database and one data folder per pytest-xdist worker (loaded with ``-p`` in pyproject).
+"""One Redis database and one data folder per pytest-xdist worker (tests/conftest.py's
+``pytest_xdist_setupnodes`` hands each worker this environment when it starts).
 
 ``make test`` runs the suite in several processes (pytest-xdist). pytest-django already gives each
 worker its own test database (``test_<name>_gw0``, ...). Everything else a test shares through the
-environment is split here, before Django reads its settings:
+environment is split here, in the worker's environment, before its Django reads the settings (and
+so also for the servers and Celery workers the tests start from it):
 
 - ``REDIS_URL``: worker N uses database base + N, so a worker's cache, throttles, board caches and
-  Celery queues (the real workers some tests start) never see another's;
+  Celery queues never see another's;
 - ``DATA_DIR``: worker N uses ``$DATA_DIR/gwN``, holding its SQLite test database, its embedded
   broker, collectstatic's files and everything else the settings put there.
 
-Run without xdist (``pytest -p no:xdist``, or a single test), nothing changes.
+Run without xdist (``PYTEST_WORKERS=0``, ``-p no:xdist``), nothing changes.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ REDIS_DATABASES = 16  # Redis's default `databases`
 
 def _worker_number(worker: str) -> int:
     if not worker.startswith("gw") or not worker[2:].isdigit():
-        raise RuntimeError(f"unexpected PYTEST_XDIST_WORKER {worker!r} (expected gw0, gw1, ...)")
+        raise RuntimeError(f"unexpected xdist worker id {worker!r} (expected gw0, gw1, ...)")
     return int(worker[2:])
 
 
@@ -38,15 +40,13 @@ def redis_url_for_worker(url: str, number: int) -> str:
     return urllib.parse.urlunsplit(parts._replace(path=f"/{db}"))
 
 
-def _split_for_worker() -> None:
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if not worker:
-        return
+def worker_environment(worker: str, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables worker ``gwN`` gets on top of the environment the suite was started with."""
+    environ = dict(os.environ) if environ is None else environ
     number = _worker_number(worker)
-    if os.environ.get("REDIS_URL"):
-        os.environ["REDIS_URL"] = redis_url_for_worker(os.environ["REDIS_URL"], number)
-    base = os.environ.get("DATA_DIR") or str(Path(__file__).resolve().parents[2] / "data")  # the settings' default
-    os.environ["DATA_DIR"] = os.path.join(base, worker)
-
-
-_split_for_worker()
+    out = {}
+    if environ.get("REDIS_URL"):
+        out["REDIS_URL"] = redis_url_for_worker(environ["REDIS_URL"], number)
+    base = environ.get("DATA_DIR") or str(Path(__file__).resolve().parents[2] / "data")  # the settings' default
+    out["DATA_DIR"] = os.path.join(base, worker)
+    return out
