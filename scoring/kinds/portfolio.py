@@ -69,7 +69,13 @@ from scoring.metrics_portfolio import (
     price_returns,
     round_results,
 )
-from scoring.metrics_uncertainty import board_seed, contribution_intervals, rank_ranges, ratio_intervals
+from scoring.metrics_uncertainty import (
+    board_seed,
+    contribution_intervals,
+    rank_intervals,
+    rank_ranges,
+    ratio_intervals,
+)
 
 OPTION, START, END, PERCENT = "option", "start_price", "end_price", "percent"
 DEFAULT_BENCHMARK_OPTION = "SP500"
@@ -658,9 +664,8 @@ def _set_intervals(rows: list[dict[str, Any]], returns: list[list[float]], oracl
     low, high = ratio_intervals(np.array(returns, dtype=np.float64).T, oracle, seed=seed)
     low, high = np.minimum(100 * low, 100.0), np.minimum(100 * high, 100.0)
     scores = np.array([np.nan if r["score"] is None else r["score"] for r in rows])
-    lo = np.where(np.isfinite(low), np.fmin(low, scores), scores)
-    hi = np.where(np.isfinite(high), np.fmax(high, scores), scores)
-    best, worst = rank_ranges(lo, hi)
+    # The boards' rule (``rank_intervals``): an unscored row is unranked and counts against nobody.
+    best, worst = rank_ranges(*rank_intervals(scores, low, high))
     for i, row in enumerate(rows):
         if np.isfinite(scores[i]):
             row["rank_range"] = [int(best[i]), int(worst[i])]

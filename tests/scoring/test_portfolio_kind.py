@@ -262,6 +262,20 @@ def test_standings_rows_without_a_score_are_unranked_after_the_ranked_ones():
     assert only["rows"][0]["rank_range"] == [1, 1]
 
 
+def test_standings_an_unscored_row_counts_against_nobodys_rank_range():
+    # Round 1's best option gained 1e-8, round 2's were all down (the oracle is cash, 0): the set's
+    # oracle sum, 1e-8, is a zero oracle (CapitalBench's 1e-7). a matched it every round: 100. b lost
+    # 5% in round 2: a loss on a zero oracle, no score, unranked. Yet b's resamples that draw round 1
+    # twice give it 100 too (a quarter of them), so its interval reaches a's [100, 100]. An unranked
+    # row is never ahead of a ranked one: a can only be 1st, as on every other board.
+    doc = KIND.standings([result(1, {"a": 1e-8, "b": 1e-8}, 1e-8), result(2, {"a": 0.0, "b": -0.05}, 0.0)], {}) \
+        .documents[("weekly", "comparison_sets")]
+    (only,) = doc["sets"]
+    assert [(r["rank"], r["entrant"], r["score"]) for r in only["rows"]] == [(1, "a", 100.0), (None, "b", None)]
+    assert only["rows"][1]["interval"] is None and only["rows"][1]["rank_range"] is None
+    assert only["rows"][0]["rank_range"] == [1, 1]
+
+
 def test_round_public_summarises_consistency_runs_apart():
     u = universe()
     frozen = [
