@@ -143,14 +143,16 @@ def _board_row(row) -> dict[str, Any]:
 
 
 def _board_rows(page_of) -> list[dict[str, Any]]:
+    """Every row of a board, ``page_of(page, board)`` read page by page; ``board``: the previous page's
+    ``BoardPage.board``, so the board's intervals (its rank ranges) are read once."""
     rows: list[dict[str, Any]] = []
-    page = 1
+    page, board = 1, None
     while True:
-        out = page_of(page)
+        out = page_of(page, board)
         rows.extend(_board_row(r) for r in out.rows)
         if page * BOARD_PAGE >= out.count:
             return rows
-        page += 1
+        page, board = page + 1, out.board
 
 
 def _manifest(round_: Round) -> dict[str, Any]:
@@ -212,7 +214,8 @@ def _round_record(round_: Round) -> Iterator[bytes]:
                      "file": name, "benchmark_model": bool(is_bm),
                      "stake": str(stakes[entrant_id]) if entrant_id in stakes else None})
     manifest["submissions"] = subs
-    board = _board_rows(lambda page: selectors.round_board_page(round_, page=page, page_size=BOARD_PAGE))
+    board = _board_rows(lambda page, intervals: selectors.round_board_page(round_, page=page, page_size=BOARD_PAGE,
+                                                                           board=intervals))
     yield from writer.member("board.json", _json({"round": round_.number, "rows": board}))
     manifest["boards"] = {"public": "board.json"}
     yield from writer.finish(manifest)
@@ -236,8 +239,8 @@ def _static_record(round_: Round) -> Iterator[bytes]:
     manifest["truth_versions"] = versions
     boards: dict[str, list[dict[str, Any]]] = {}
     for split in kind.splits:
-        boards[split] = _board_rows(lambda page, split=split: selectors.leaderboard_page(
-            benchmark, split=split, round_=round_, page=page, page_size=BOARD_PAGE))
+        boards[split] = _board_rows(lambda page, intervals, split=split: selectors.leaderboard_page(
+            benchmark, split=split, round_=round_, page=page, page_size=BOARD_PAGE, board=intervals))
     on_boards = sorted({row["submission"] for rows in boards.values() for row in rows})
     subs = []
     for sub in Submission.objects.filter(pk__in=on_boards).select_related("entrant").order_by("id"):

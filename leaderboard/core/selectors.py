@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from allauth.account.models import EmailAddress
@@ -225,6 +225,10 @@ def board_paging(params: Mapping[str, str]) -> tuple[int, int]:
     return out[0], out[1]
 
 
+# Every row's (low, high) for its rank range, one array each (``board_intervals``).
+BoardIntervals = tuple[np.ndarray, np.ndarray]
+
+
 @dataclass
 class BoardPage:
     """One page of a board. ``rows`` carry ``rank`` (derived: offset + position)."""
@@ -233,6 +237,9 @@ class BoardPage:
     count: int
     page: int
     page_size: int
+    # The whole board's intervals the rows' rank ranges were read from (``board_intervals``), for the
+    # next page of the same read (``board_page(board=...)``); None where the page has no ranges.
+    board: BoardIntervals | None = field(default=None, repr=False, compare=False)
 
     @property
     def pages(self) -> int:
@@ -262,14 +269,16 @@ class BoardPage:
 
 
 def board_page(qs: QuerySet, order: tuple[str, ...], *, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE,
-               higher_is_better: bool | None = None) -> BoardPage:
+               higher_is_better: bool | None = None, board: BoardIntervals | None = None) -> BoardPage:
     """A page of board rows in the board's order, each with its ``rank``. Three queries.
 
     Given the board's direction (``higher_is_better``, ``board_direction``), each row also gets its
     ``rank_range`` (``board_rank_ranges``), from a read of the whole board's scores and intervals that
-    stands in for the count: still three queries.
+    stands in for the count: still three queries. ``board``: that read, from an earlier page of the
+    same board (``BoardPage.board``), so a reader of every page (the CSV, a record) makes it once.
     """
-    board = board_intervals(qs) if higher_is_better is not None else None
+    if board is None and higher_is_better is not None:
+        board = board_intervals(qs)
     count = len(board[0]) if board is not None else qs.count()
     offset = (page - 1) * page_size
     rows = []
@@ -284,7 +293,7 @@ def board_page(qs: QuerySet, order: tuple[str, ...], *, page: int = 1, page_size
         row.rank = offset + i + 1
     if board is not None and higher_is_better is not None:
         board_rank_ranges(rows, board, higher_is_better=higher_is_better)
-    return BoardPage(rows=rows, count=count, page=page, page_size=page_size)
+    return BoardPage(rows=rows, count=count, page=page, page_size=page_size, board=board)
 
 
 def board_direction(benchmark: Benchmark) -> bool:
@@ -294,7 +303,7 @@ def board_direction(benchmark: Benchmark) -> bool:
     return kind.metric(kind.ranking_metric_for(benchmark.config)).higher_is_better
 
 
-def board_intervals(qs: QuerySet) -> tuple[np.ndarray, np.ndarray]:
+def board_intervals(qs: QuerySet) -> BoardIntervals:
     """The intervals every row of one board (``qs``: its rows) holds for its rank range
     (``scoring.metrics_uncertainty.rank_intervals``), in one query whatever the board's size."""
     columns = qs.order_by().values_list("score", "interval_low", "interval_high")
@@ -314,7 +323,7 @@ def board_intervals(qs: QuerySet) -> tuple[np.ndarray, np.ndarray]:
     return rank_intervals(scores, lows, highs)
 
 
-def board_rank_ranges(rows, board: tuple[np.ndarray, np.ndarray], *, higher_is_better: bool) -> None:
+def board_rank_ranges(rows, board: BoardIntervals, *, higher_is_better: bool) -> None:
     """Set each row's ``rank_range``, ``[best, worst]`` (None for a row without a score): the ranks it
     could hold within the intervals of every row of its board (``board``: ``board_intervals``).
 
@@ -364,7 +373,8 @@ def private_visible(benchmark: Benchmark, viewer) -> bool:
 
 
 def leaderboard_page(benchmark: Benchmark, *, split: str = "public", viewer=None, round_: Round | None = None,
-                     page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+                     page: int = 1, page_size: int = DEFAULT_PAGE_SIZE,
+                     board: BoardIntervals | None = None) -> BoardPage:
     """A page of precomputed rows, ranked, with entrant and submission loaded (two queries).
 
     The private split is only returned once revealed, or to staff. While the split's truth is
@@ -375,7 +385,7 @@ def leaderboard_page(benchmark: Benchmark, *, split: str = "public", viewer=None
         return BoardPage([], 0, page, page_size)
     round_ = round_ or leaderboard_round(benchmark)
     out = board_page(leaderboard_queryset(round_, split), LeaderboardRow.BOARD_ORDER, page=page, page_size=page_size,
-                     higher_is_better=board_direction(benchmark))
+                     higher_is_better=board_direction(benchmark), board=board)
     hidden = split_counts_hidden(benchmark=benchmark, round_=round_, split=split)
     for row in out.rows if hidden else ():
         row.metrics = {name: value for name, value in row.metrics.items() if name not in hidden}
@@ -683,11 +693,12 @@ def _ranks_withheld(round_: Round) -> bool:
 
 
 def round_board_page(round_: Round, *, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE,
-                     ranges: bool = True) -> BoardPage:
+                     ranges: bool = True, board: BoardIntervals | None = None) -> BoardPage:
     """A page of the round's board; ``rank`` is None on provisional rows of a kind that withholds it.
     ``ranges`` False: the rows without their ``rank_range`` (a chart's top entrants)."""
     out = board_page(leaderboard_queryset(round_, "public"), LeaderboardRow.BOARD_ORDER, page=page,
-                     page_size=page_size, higher_is_better=board_direction(round_.benchmark) if ranges else None)
+                     page_size=page_size, higher_is_better=board_direction(round_.benchmark) if ranges else None,
+                     board=board)
     if not round_.benchmark.kind_impl.ranks_provisional:
         for row in out.rows:
             if row.provisional:
@@ -711,9 +722,9 @@ def standings_queryset(benchmark: Benchmark, track: str = "") -> QuerySet:
 
 
 def standings_page(benchmark: Benchmark, *, track: str = "", page: int = 1,
-                   page_size: int = DEFAULT_PAGE_SIZE) -> BoardPage:
+                   page_size: int = DEFAULT_PAGE_SIZE, board: BoardIntervals | None = None) -> BoardPage:
     return board_page(standings_queryset(benchmark, track), StandingRow.BOARD_ORDER, page=page, page_size=page_size,
-                      higher_is_better=board_direction(benchmark))
+                      higher_is_better=board_direction(benchmark), board=board)
 
 
 def round_history(round_: Round, *, entrant_names: list[str] | None = None) -> list[dict]:

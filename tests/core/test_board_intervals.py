@@ -165,7 +165,9 @@ def test_a_new_leader_moves_every_rank_range_a_reader_gets(mini_benchmark, clien
     import csv
     import io
 
+    from django.db import connection
     from django.db.models import F
+    from django.test.utils import CaptureQueriesContext
 
     from leaderboard.core.boardcache import boards_changed
     from tests.core.test_boards import fill_board
@@ -188,9 +190,13 @@ def test_a_new_leader_moves_every_rank_range_a_reader_gets(mini_benchmark, clien
     assert expected["e2100"] == [1, 1] and expected["e1000"] == [999, 1005]  # one place down
     assert _api_ranges(client, mini_benchmark.slug) == expected
 
-    answer = client.get(f"/api/benchmarks/{mini_benchmark.slug}/leaderboard/?format=csv")
+    with CaptureQueriesContext(connection) as queries:
+        answer = client.get(f"/api/benchmarks/{mini_benchmark.slug}/leaderboard/?format=csv")
     lines = list(csv.DictReader(io.StringIO(answer.content.decode())))
     assert len(lines) == 2101
+    # Three pages of 1,000 rows, one read of the board's intervals: each page reuses the first's.
+    intervals = '"core_leaderboardrow"."score" AS "score", "core_leaderboardrow"."interval_low" AS "interval_low"'
+    assert len([q for q in queries.captured_queries if intervals in q["sql"]]) == 1
     assert {line["entrant"]: [int(line["rank_range_low"]), int(line["rank_range_high"])] for line in lines} == expected
     for page in (1, 11, 22):
         shown = _page_ranges(client.get(f"/b/{mini_benchmark.slug}/?page={page}").content.decode())

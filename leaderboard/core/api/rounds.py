@@ -263,7 +263,8 @@ class RoundLeaderboard(APIView):
             return error
         if wants_csv(request):
             return board_csv_answer(f"{r.benchmark.slug}-round-{r.number}-board.csv",
-                                    lambda number, size: selectors.round_board_page(r, page=number, page_size=size),
+                                    lambda number, size, board: selectors.round_board_page(
+                                        r, page=number, page_size=size, board=board),
                                     round_board_rows)
 
         def board():

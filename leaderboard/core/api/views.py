@@ -262,7 +262,8 @@ def board_csv_answer(filename: str, read_page, shape) -> HttpResponse:
     """The whole board as CSV (``?format=csv``): every row, not paged, cells a spreadsheet would run as a
     formula neutralised (``leaderboard/core/csvexport.py``).
 
-    ``read_page(page, page_size)`` is the board's selector; ``shape(page)`` its API rows. Read in pages of
+    ``read_page(page, page_size, board)`` is the board's selector (``board``: the previous page's
+    ``BoardPage.board``, so the whole board's intervals are read once); ``shape(page)`` its API rows. Read in pages of
     ``BOARD_CSV_PAGE`` inside one transaction, REPEATABLE READ on PostgreSQL (SQLite's read transaction is a
     snapshot already), so a score landing meanwhile cannot shift a row from one page to the next.
     """
@@ -273,10 +274,11 @@ def board_csv_answer(filename: str, read_page, shape) -> HttpResponse:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         number: int | None = 1
+        board = None
         while number is not None:
-            page = read_page(number, BOARD_CSV_PAGE)
+            page = read_page(number, BOARD_CSV_PAGE, board)
             lines.extend(board_csv_line(row) for row in shape(page))
-            number = page.next_page
+            number, board = page.next_page, page.board
     return csv_response(lines, filename)
 
 
@@ -420,7 +422,8 @@ class Leaderboard(APIView):
             if wants_csv(request):
                 return board_csv_answer(
                     f"{b.slug}-standings{'-' + track if track else ''}.csv",
-                    lambda number, size: selectors.standings_page(b, track=track, page=number, page_size=size),
+                    lambda number, size, board: selectors.standings_page(b, track=track, page=number, page_size=size,
+                                                                         board=board),
                     standings_rows)
 
             def standings():
@@ -436,8 +439,8 @@ class Leaderboard(APIView):
         if wants_csv(request):
             return board_csv_answer(
                 f"{b.slug}-leaderboard-{split}.csv",
-                lambda number, size: selectors.leaderboard_page(b, split=split, viewer=request.user, page=number,
-                                                                page_size=size),
+                lambda number, size, board: selectors.leaderboard_page(b, split=split, viewer=request.user,
+                                                                       page=number, page_size=size, board=board),
                 leaderboard_rows)
 
         def board():
