@@ -171,10 +171,9 @@ def leaderboard_refresh_entrant(round_: Round, entrant_id: int) -> None:
             "order_missing": missing, "order_value": value, "order_at": cand.received_at,
             "interval_low": low, "interval_high": high,
         }
-        changed = set(fields) if row is None else {name for name, v in fields.items() if getattr(row, name) != v}
         if row is None:
             LeaderboardRow.objects.create(round=round_, split=split, entrant_id=entrant_id, updated_at=now, **fields)
-        elif changed:
+        elif any(getattr(row, name) != v for name, v in fields.items()):
             LeaderboardRow.objects.filter(pk=row.pk).update(updated_at=now, **fields)
     if existing:
         LeaderboardRow.objects.filter(pk__in=[row.pk for row in existing.values()]).delete()
@@ -211,7 +210,6 @@ def round_board_write(round_: Round, entries: Iterable[BoardEntry], *, ranking: 
     """Replace a round's board (one split) with ``entries``, in one go. Returns the rows written."""
     assert transaction.get_connection().in_atomic_block, "call round_board_write inside a transaction"
     now = timezone.now()
-    entries = list(entries)
     rows = []
     for e in entries:
         missing, value = order_key(e.metrics.get(ranking), higher_is_better=higher_is_better)
