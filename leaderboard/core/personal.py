@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from types import SimpleNamespace
+from typing import NamedTuple
 
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model, load_backend
@@ -68,7 +69,7 @@ class BoardFind:
         return cls(("standings-find", track, page_size), f"track={track}&", page_size, track=track)
 
 
-def find_me(spec: BoardFind, benchmark: Benchmark, mine: set[int],
+def find_me(spec: BoardFind, benchmark: Benchmark | BenchmarkRef, mine: set[int],
             prefetched: dict | None = None) -> tuple[int, int] | None:
     """Where the best of the viewer's entrants ``mine`` stands, ``(rank, page)``: None for a viewer with
     no entrant (no query), else from the board cache, keyed by ``mine`` (two queries on a miss, for
@@ -83,10 +84,20 @@ def find_me(spec: BoardFind, benchmark: Benchmark, mine: set[int],
             qs = selectors.leaderboard_queryset(Round(pk=spec.round_id) if spec.round_id else None, spec.split)
             order = LeaderboardRow.BOARD_ORDER
         else:
-            qs, order = selectors.standings_queryset(benchmark, spec.track), StandingRow.BOARD_ORDER
+            of = benchmark if isinstance(benchmark, Benchmark) else Benchmark(pk=benchmark.pk, slug=benchmark.slug)
+            qs, order = selectors.standings_queryset(of, spec.track), StandingRow.BOARD_ORDER
         return selectors.board_find(qs, order, entrant_ids=mine, page_size=spec.page_size)
 
     return cached_read(benchmark.pk, (*spec.parts, tuple(sorted(mine))), find, prefetched=prefetched, keep_here=True)
+
+
+class BenchmarkRef(NamedTuple):
+    """What a spliced page needs of its benchmark: a ``Benchmark`` model instance cost more CPU to make
+    (its __init__ walks every field) than any other single step of the page (issue 26)."""
+
+    pk: int
+    slug: str
+    daily_limit: int
 
 
 @dataclass(frozen=True)
@@ -138,7 +149,7 @@ _ENTRANTS_AND_QUOTA = Prepared(f"SELECT 0, e.id FROM ({selectors.VIEWER_ENTRANTS
                                f" UNION ALL SELECT 1, q.used FROM ({QUOTA_USED_SQL}) q")
 
 
-def _entrants_and_quota(user, benchmark: Benchmark) -> tuple[set[int], int]:
+def _entrants_and_quota(user, benchmark: Benchmark | BenchmarkRef) -> tuple[set[int], int]:
     """``selectors.viewer_entrant_ids`` and ``quota_remaining`` in one query, for a user loaded
     before this page (``_session_viewer`` reads them with the user itself)."""
     with connection.cursor() as cursor:
@@ -181,7 +192,7 @@ def _entrant_ids(value) -> set[int]:
     return set(value)
 
 
-def _session_viewer(request, benchmark: Benchmark | None):
+def _session_viewer(request, benchmark: Benchmark | BenchmarkRef | None):
     """``(user, extra)``: the user ``django.contrib.auth.get_user`` would find for ``request``, loaded
     by one plain query (the ORM's ``get`` cost about 1.5 ms of CPU here, a quarter of a signed-in
     page), but only in the ordinary case: the session names a configured backend that loads users as
@@ -311,7 +322,7 @@ def personal_page(request, content: bytes, content_type: str, splice: Splice,
                   prefetched: dict | None = None) -> HttpResponse | None:
     """The page for the signed-in visitor of ``request`` from the anonymous page ``content``, or None.
     ``prefetched``: what ``prefetch`` read (the board's generation)."""
-    stub = Benchmark(pk=splice.benchmark_id, slug=splice.slug, daily_limit=splice.daily_limit)
+    stub = BenchmarkRef(splice.benchmark_id, splice.slug, splice.daily_limit)
     found_viewer = _session_viewer(request, stub)
     if found_viewer is None:
         return None
