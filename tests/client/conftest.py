@@ -37,9 +37,7 @@ def fake():
 def client_venv() -> Path:
     """A virtual environment with ``pip install ./client`` and nothing else (cached: see
     ``tests.support.venv.cached_venv``)."""
-    from django.conf import settings
-
-    return cached_venv(Path(settings.DATA_DIR) / "client-venv", projects=[CLIENT])
+    return cached_venv("client-venv", projects=[CLIENT])
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
 from scoring.record import verify_record
@@ -286,7 +285,7 @@ def run_lb(venv: Path, base: str, *args: str) -> subprocess.CompletedProcess:
 def verify_venv():
     """The client and leaderboard-scoring installed from their folders into a fresh environment (and
     nothing of the server's): the cached environment tests/scoring/test_distribution.py builds too."""
-    return cached_venv(Path(settings.DATA_DIR) / "scoring-venv", projects=[ROOT / "client", ROOT / "scoring"])
+    return cached_venv("scoring-venv", projects=[ROOT / "client", ROOT / "scoring"])
 
 
 def test_lb_verify_round_from_an_environment_without_django(resolved, live_server, verify_venv, tmp_path):

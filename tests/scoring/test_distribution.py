@@ -67,9 +67,7 @@ INSPECT_SCRIPT = """
 @pytest.fixture(scope="module")
 def scoring_venv() -> Path:
     """``pip install ./client ./scoring`` into a fresh environment, and nothing else (cached)."""
-    from django.conf import settings
-
-    return cached_venv(Path(settings.DATA_DIR) / "scoring-venv", projects=[ROOT / "client", SCORING])
+    return cached_venv("scoring-venv", projects=[ROOT / "client", SCORING])
 
 
 def _python(venv: Path, script: str, tmp_path: Path, stdin: str = "") -> dict:

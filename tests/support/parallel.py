@@ -11,6 +11,10 @@ so also for the servers and Celery workers the tests start from it):
 - ``DATA_DIR``: worker N uses ``$DATA_DIR/gwN``, holding its SQLite test database, its embedded
   broker, collectstatic's files and everything else the settings put there.
 
+What the workers may share, built once for the whole run (the virtual environments
+``tests/support/venv.py`` installs, under a lock), goes in ``suite_data_dir()``: ``$DATA_DIR`` itself,
+named to each worker as ``SUITE_DATA_DIR``.
+
 Run without xdist (``PYTEST_WORKERS=0``, ``-p no:xdist``), nothing changes.
 """
 from __future__ import annotations
@@ -49,4 +53,12 @@ def worker_environment(worker: str, environ: dict[str, str] | None = None) -> di
         out["REDIS_URL"] = redis_url_for_worker(environ["REDIS_URL"], number)
     base = environ.get("DATA_DIR") or str(Path(__file__).resolve().parents[2] / "data")  # the settings' default
     out["DATA_DIR"] = os.path.join(base, worker)
+    out["SUITE_DATA_DIR"] = base
     return out
+
+
+def suite_data_dir() -> Path:
+    """The data folder of the whole run: the workers' parent folder, or the settings' own without xdist."""
+    from django.conf import settings
+
+    return Path(os.environ.get("SUITE_DATA_DIR") or settings.DATA_DIR)
