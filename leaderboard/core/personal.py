@@ -69,6 +69,14 @@ class BoardFind:
         return cls(("standings-find", track, page_size), f"track={track}&", page_size, track=track)
 
 
+class BenchmarkRef(NamedTuple):
+    """What a spliced page needs of its benchmark: a ``Benchmark`` model instance cost more CPU to make
+    (its __init__ walks every field) than any other single step of the page (issue 26)."""
+
+    pk: int
+    daily_limit: int
+
+
 def find_me(spec: BoardFind, benchmark: Benchmark | BenchmarkRef, mine: set[int],
             prefetched: dict | None = None) -> tuple[int, int] | None:
     """Where the best of the viewer's entrants ``mine`` stands, ``(rank, page)``: None for a viewer with
@@ -84,20 +92,11 @@ def find_me(spec: BoardFind, benchmark: Benchmark | BenchmarkRef, mine: set[int]
             qs = selectors.leaderboard_queryset(Round(pk=spec.round_id) if spec.round_id else None, spec.split)
             order = LeaderboardRow.BOARD_ORDER
         else:
-            of = benchmark if isinstance(benchmark, Benchmark) else Benchmark(pk=benchmark.pk, slug=benchmark.slug)
-            qs, order = selectors.standings_queryset(of, spec.track), StandingRow.BOARD_ORDER
+            qs = selectors.standings_queryset(Benchmark(pk=benchmark.pk), spec.track)
+            order = StandingRow.BOARD_ORDER
         return selectors.board_find(qs, order, entrant_ids=mine, page_size=spec.page_size)
 
     return cached_read(benchmark.pk, (*spec.parts, tuple(sorted(mine))), find, prefetched=prefetched, keep_here=True)
-
-
-class BenchmarkRef(NamedTuple):
-    """What a spliced page needs of its benchmark: a ``Benchmark`` model instance cost more CPU to make
-    (its __init__ walks every field) than any other single step of the page (issue 26)."""
-
-    pk: int
-    slug: str
-    daily_limit: int
 
 
 @dataclass(frozen=True)
@@ -322,7 +321,7 @@ def personal_page(request, content: bytes, content_type: str, splice: Splice,
                   prefetched: dict | None = None) -> HttpResponse | None:
     """The page for the signed-in visitor of ``request`` from the anonymous page ``content``, or None.
     ``prefetched``: what ``prefetch`` read (the board's generation)."""
-    stub = BenchmarkRef(splice.benchmark_id, splice.slug, splice.daily_limit)
+    stub = BenchmarkRef(splice.benchmark_id, splice.daily_limit)
     found_viewer = _session_viewer(request, stub)
     if found_viewer is None:
         return None

@@ -71,7 +71,6 @@ def _build(venv: Path, projects: list[Path]) -> None:
     ready, stamp = venv / ".complete", venv / ".source"
     if not ready.exists():
         shutil.rmtree(venv, ignore_errors=True)  # a build that was interrupted
-        venv.parent.mkdir(parents=True, exist_ok=True)
         run_checked([sys.executable, "-m", "venv", str(venv)])
     if not (ready.exists() and stamp.exists() and stamp.read_text() == source):
         with tempfile.TemporaryDirectory(prefix="lb-venv-src-") as tmp:
