@@ -75,6 +75,10 @@ def _before_forking(sender=None, **kwargs):
     # - the kinds with numpy, scipy and pandas, imported once here rather than in each pool
     #   process's start-up: under load that import took 13.6 s, past the limit for a new pool
     #   process to report ready, and Celery killed and replaced it, forever (issue 19).
+    # - scipy.stats, which the properties kind's Spearman imports only when it first ranks
+    #   (scoring/metrics_properties.py), so that web processes start without it.
+    import scipy.stats  # noqa: PLC0415, F401 -- see above: pool processes inherit it instead of importing it on their first score
+
     from scoring.kinds import kind_names  # noqa: PLC0415 -- numpy, scipy, pandas: the worker needs them, not every process that imports the Celery app
 
     keep_freed_memory()

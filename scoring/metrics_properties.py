@@ -15,7 +15,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 __all__ = ["K_RULES", "recall_contributions", "spearman", "spearman_contributions", "top_fraction_k", "top_fraction_recall"]
 
@@ -57,6 +56,15 @@ def _check_inputs(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray, boo
     return t, (p[:, None] if one else p), one
 
 
+def _rankdata(values: np.ndarray, axis: int | None = None) -> np.ndarray:
+    # scipy.stats takes about 0.5 s of CPU to import, a fifth of the site's start-up, and every
+    # web and manage.py process imports this module (through the properties kind) while few of
+    # them rank anything; the Celery worker imports it before forking its pool (leaderboard/celery.py).
+    from scipy.stats import rankdata  # noqa: PLC0415 -- see above: loaded on the first ranking, not at import
+
+    return np.asarray(rankdata(values, axis=axis))
+
+
 def spearman(y_true: Any, y_pred: Any) -> float | np.ndarray:
     """Spearman rank correlation, equal to ``scipy.stats.spearmanr(y_true, y_pred)[0]``.
 
@@ -71,8 +79,8 @@ def spearman(y_true: Any, y_pred: Any) -> float | np.ndarray:
     Raises ValueError for empty input, a length mismatch, or NaN/inf values.
     """
     t, p, one = _check_inputs(y_true, y_pred)
-    rt = rankdata(t)
-    rp = rankdata(p, axis=0)
+    rt = _rankdata(t)
+    rp = _rankdata(p, axis=0)
     rt = rt - rt.mean()
     rp = rp - rp.mean(axis=0)
     num = rt @ rp
@@ -181,8 +189,8 @@ def spearman_contributions(y_true: Any, y_pred: Any) -> np.ndarray:
     (population standard deviation), whose mean over the cases is the Spearman correlation.
     All zeros when either side is constant (no ranking information)."""
     t, p, _one = _check_inputs(y_true, y_pred)
-    rt = rankdata(t)
-    rp = rankdata(p[:, 0])
+    rt = _rankdata(t)
+    rp = _rankdata(p[:, 0])
     rt, rp = rt - rt.mean(), rp - rp.mean()
     st, sp = np.sqrt((rt @ rt) / rt.size), np.sqrt((rp @ rp) / rp.size)
     if st == 0 or sp == 0:
