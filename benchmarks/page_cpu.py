@@ -1,7 +1,7 @@
 """CPU per request of the public reads in one process, beside the bare view: where read_ceiling.py's ratios go.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/lb_pagecpu REDIS_URL=redis://127.0.0.1:6379/10 \\
-        .venv/bin/python benchmarks/page_cpu.py [--entrants 2000] [--requests 2000]
+        .venv/bin/python benchmarks/page_cpu.py [--entrants 2000] [--requests 2000] [--profile TARGET] [--parts]
 
 The same site, board and viewer as ``read_ceiling.py`` (a scratch PostgreSQL database, dropped and
 filled; a Redis database), but no server and no load generator: each request is handed to the site's
@@ -9,11 +9,17 @@ WSGI application (``leaderboard/wsgi.py``, what gunicorn calls: the board replay
 middleware stack) in this process, and ``time.process_time`` is divided by the number of requests. The bare view (``benchmarks/read_ceiling_site.py``) answers the same bytes
 as each target. The ratio bare / target is below what read_ceiling.py measures: under gunicorn each
 request also costs the server's own work, the same for both, which brings the ratio nearer 1.
+
+``--parts`` also times the signed-in page's own steps (``PARTS``: each function's CPU per request,
+by ``time.process_time`` around it, in a second run of ``--requests`` requests), so what the view
+spends where can be compared between commits; the rest of the request is Django's handler and
+middleware. Without a profiler's overhead, unlike ``--profile``.
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
 import os
 import pstats
 import random
@@ -40,6 +46,51 @@ def cpu_ms(get, requests: int) -> float:
     return (time.process_time() - started) / requests * 1000
 
 
+# The signed-in page's steps --parts times, as (module, name, what it is); indented: inside the one above.
+PARTS = (
+    ("leaderboard.core.views", "prefetch", "the session and the board's generation: one Redis MGET"),
+    ("leaderboard.core.views", "public_read", "the shared page, from this process's memory"),
+    ("leaderboard.core.views", "personal_page", "the viewer's page made from it"),
+    ("leaderboard.core.personal", "_session_viewer", "  the viewer's row, entrants and quota: one PostgreSQL query"),
+    ("leaderboard.core.personal", "find_me", "  the viewer's best rank"),
+    ("leaderboard.core.personal", "_masked_token", "  the CSRF token"),
+    ("leaderboard.core.personal", "_spliced", "  the parts put into the page"),
+)
+
+
+def time_parts(get, requests: int) -> list[tuple[str, str, float]]:
+    """CPU ms per request of each of ``PARTS`` over ``requests`` calls of ``get``."""
+    spent: dict[str, float] = {}
+    saved = []
+
+    def timed(name, function):
+        def wrapper(*args, **kwargs):
+            started = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - started
+        return wrapper
+
+    for _ in range(min(200, requests)):  # warm, as cpu_ms, before anything is timed
+        get()
+    for module_name, name, _ in PARTS:
+        module = importlib.import_module(module_name)
+        saved.append((module, name, getattr(module, name)))
+        setattr(module, name, timed(f"{module_name}.{name}", getattr(module, name)))
+    try:
+        started = time.process_time()
+        for _ in range(requests):
+            get()
+        total = (time.process_time() - started) / requests * 1000
+    finally:
+        for module, name, function in saved:
+            setattr(module, name, function)
+    rows = [(f"{module_name.rsplit('.', 1)[1]}.{name}", what, spent.get(f"{module_name}.{name}", 0.0) / requests * 1000)
+            for module_name, name, what in PARTS]
+    return [*rows, ("(the whole request)", "", total)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entrants", type=int, default=2000)
@@ -48,6 +99,7 @@ def main() -> None:
     parser.add_argument("--profile", metavar="TARGET", choices=["api", "anonymous", "logged in"],
                         help="also print where TARGET's CPU goes (cProfile on CPU time: the 60 functions costliest "
                              "in their own code)")
+    parser.add_argument("--parts", action="store_true", help="also time the signed-in page's own steps (PARTS)")
     args = parser.parse_args()
     if not latency._scratch_database(fresh=True):
         print("page_cpu.py: skipped, set DATABASE_URL to a scratch PostgreSQL database (it is dropped and "
@@ -94,6 +146,11 @@ def main() -> None:
             profiler = cProfile.Profile(time.process_time)  # CPU, not waiting
             profiler.runcall(lambda: [get(path, cookies) for _ in range(args.requests)])  # noqa: B023
             pstats.Stats(profiler).sort_stats("tottime").print_stats(60)
+        if args.parts and client is signed_in:
+            print(f"\n{'the signed-in page, by part':36s} {'ms/req':>7s}")
+            for name, what, ms in time_parts(lambda: get(path, cookies), args.requests):  # noqa: B023
+                print(f"{name:36s} {ms:7.3f}  {what}")
+            print()
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
