@@ -2,6 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/lb_pagecpu REDIS_URL=redis://127.0.0.1:6379/10 \\
         .venv/bin/python benchmarks/page_cpu.py [--entrants 2000] [--requests 2000] [--profile TARGET] [--parts]
+            [--viewer-memo]
 
 The same site, board and viewer as ``read_ceiling.py`` (a scratch PostgreSQL database, dropped and
 filled; a Redis database), but no server and no load generator: each request is handed to the site's
@@ -14,6 +15,12 @@ request also costs the server's own work, the same for both, which brings the ra
 by ``time.process_time`` around it, in a second run of ``--requests`` requests), so what the view
 spends where can be compared between commits; the rest of the request is Django's handler and
 middleware. Without a profiler's overhead, unlike ``--profile``.
+
+``--viewer-memo`` times the signed-in page once more with the viewer's PostgreSQL query made only on
+a session's first view (``personal._session_viewer``'s answer kept in this process, per session and
+benchmark): what a cache of the viewer's row outside the database could save at most. Not a thing
+the site may do as it is (a changed password, entrants or quota would not be seen); a measure of
+the lever.
 """
 from __future__ import annotations
 
@@ -91,6 +98,36 @@ def time_parts(get, requests: int) -> list[tuple[str, str, float]]:
     return [*rows, ("(the whole request)", "", total)]
 
 
+def viewer_memo_ms(get, requests: int) -> float:
+    """CPU ms per signed-in request with ``_session_viewer`` answering from a memo after its first call
+    for a session and benchmark (``--viewer-memo``); the session is still read, as it would have to be."""
+    from django.contrib.auth import HASH_SESSION_KEY
+
+    from leaderboard.core import personal
+
+    real = personal._session_viewer
+    memo: dict = {}
+    served = [0]
+
+    def memoised(request, benchmark):
+        key = (request.session.session_key, benchmark and benchmark.pk)
+        found = memo.get(key)
+        if found is None or request.session.get(HASH_SESSION_KEY) is None:
+            found = memo[key] = real(request, benchmark)
+            return found
+        request.user = request._cached_user = found[0]
+        served[0] += 1
+        return found
+
+    personal._session_viewer = memoised
+    try:
+        ms = cpu_ms(get, requests)
+    finally:
+        personal._session_viewer = real
+    assert served[0] >= requests, "the page did not take the memo: not a spliced signed-in page"
+    return ms
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entrants", type=int, default=2000)
@@ -100,6 +137,9 @@ def main() -> None:
                         help="also print where TARGET's CPU goes (cProfile on CPU time: the 60 functions costliest "
                              "in their own code)")
     parser.add_argument("--parts", action="store_true", help="also time the signed-in page's own steps (PARTS)")
+    parser.add_argument("--viewer-memo", action="store_true",
+                        help="also time the signed-in page with the viewer's query made once per session (what a "
+                             "viewer cache could save at most)")
     args = parser.parse_args()
     if not latency._scratch_database(fresh=True):
         print("page_cpu.py: skipped, set DATABASE_URL to a scratch PostgreSQL database (it is dropped and "
@@ -151,6 +191,9 @@ def main() -> None:
             for name, what, ms in time_parts(lambda: get(path, cookies), args.requests):  # noqa: B023
                 print(f"{name:36s} {ms:7.3f}  {what}")
             print()
+        if args.viewer_memo and client is signed_in:
+            memo = viewer_memo_ms(lambda: get(path, cookies), args.requests)  # noqa: B023
+            print(f"{'logged in, viewer memoised':26s} {memo:.3f} ms (bare / this {bare / memo:.2f})", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
