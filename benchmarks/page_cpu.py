@@ -99,31 +99,15 @@ def time_parts(get, requests: int) -> list[tuple[str, str, float]]:
 
 
 def viewer_memo_ms(get, requests: int) -> float:
-    """CPU ms per signed-in request with ``_session_viewer`` answering from a memo after its first call
-    for a session and benchmark (``--viewer-memo``); the session is still read, as it would have to be."""
-    from django.contrib.auth import HASH_SESSION_KEY
+    """CPU ms per signed-in request with the viewer's query made once per session (``--viewer-memo``:
+    ``read_ceiling_site.memoise_viewer``)."""
+    from benchmarks.read_ceiling_site import memoise_viewer
 
-    from leaderboard.core import personal
-
-    real = personal._session_viewer
-    memo: dict = {}
-    served = [0]
-
-    def memoised(request, benchmark):
-        key = (request.session.session_key, benchmark and benchmark.pk)
-        found = memo.get(key)
-        if found is None or request.session.get(HASH_SESSION_KEY) is None:
-            found = memo[key] = real(request, benchmark)
-            return found
-        request.user = request._cached_user = found[0]
-        served[0] += 1
-        return found
-
-    personal._session_viewer = memoised
+    served, restore = memoise_viewer()
     try:
         ms = cpu_ms(get, requests)
     finally:
-        personal._session_viewer = real
+        restore()
     assert served[0] >= requests, "the page did not take the memo: not a spliced signed-in page"
     return ms
 

@@ -1,7 +1,7 @@
 """Public reads against the framework's ceiling: each target beside a bare Django view returning its bytes.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/lb_ceiling REDIS_URL=redis://127.0.0.1:6379/9 \\
-        .venv/bin/python benchmarks/read_ceiling.py [--entrants 2000] [--seconds 10] [--repeat 2]
+        .venv/bin/python benchmarks/read_ceiling.py [--entrants 2000] [--seconds 10] [--repeat 2] [--viewer-memo]
 
 Give it a scratch PostgreSQL database (dropped, created, migrated and filled: the demo antibody
 benchmark with ``--entrants`` entrants on its board) and a Redis database. gunicorn runs with the
@@ -16,6 +16,10 @@ Targets: the board API, page 1; the benchmark page, anonymous; the same page log
 (wrk with 2 threads when installed, else 16 Python clients in 4 processes). Prints req/s, p50, the
 ratio of the target's req/s to the bare view's just before it, and the load average before each run.
 Goals (issue 26): board API 0.8, anonymous page 0.5, logged-in page 0.35.
+
+``--viewer-memo`` measures a lever, not the site: each gunicorn process makes the signed-in page's
+viewer query once per session and keeps the answer (``read_ceiling_site.memoise_viewer``), the most a
+cache of the viewer's row could gain.
 """
 from __future__ import annotations
 
@@ -81,6 +85,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--python-clients", action="store_true", help="the Python load generator even if wrk is there")
     parser.add_argument("--only", choices=sorted(GOALS), action="append", help="only this target (repeatable)")
+    parser.add_argument("--viewer-memo", action="store_true",
+                        help="each server process makes the signed-in page's viewer query once per session "
+                             "(read_ceiling_site.memoise_viewer): what a viewer cache could gain at most, not the site")
     args = parser.parse_args()
     if not latency._scratch_database(fresh=True):
         print("read_ceiling.py: skipped, set DATABASE_URL to a scratch PostgreSQL database (it is dropped and "
@@ -112,7 +119,10 @@ def main() -> None:
     server, base = start_gunicorn(env_overrides={
         "DJANGO_SETTINGS_MODULE": "benchmarks.read_ceiling_site", "BENCH_BARE_DIR": str(bare_dir),
         "TRUSTED_PROXY_COUNT": "1", "DEBUG": "false", "SECRET_KEY": "bench", "ALLOWED_HOSTS": "127.0.0.1",
-        "WEB_ACCESS_LOG": "false"})
+        "WEB_ACCESS_LOG": "false", **({"BENCH_VIEWER_MEMO": "1"} if args.viewer_memo else {})})
+    if args.viewer_memo:
+        print("--viewer-memo: the signed-in page's viewer query is made once per session in each process: "
+              "not the site as it is\n")
 
     def run(path: str, cookie_: str) -> dict:
         if use_wrk:
