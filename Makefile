@@ -123,6 +123,8 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/static_scoring.py
 	@if [ -n "$$DATABASE_URL" ] && [ -n "$$REDIS_URL" ]; then $(PY) benchmarks/round_scaling.py; \
 	else echo "benchmarks/round_scaling.py skipped: it needs DATABASE_URL (PostgreSQL) and REDIS_URL"; fi
+	@if [ -n "$$DATABASE_URL" ]; then $(PY) benchmarks/boards.py; \
+	else echo "benchmarks/boards.py skipped: it needs DATABASE_URL (PostgreSQL)"; fi
 
 clean-data:
 	rm -rf data/
