@@ -44,9 +44,10 @@ import latency
 from tests.support.wsgi import wsgi_get
 
 
-def cpu_ms(get, requests: int) -> float:
-    for _ in range(min(200, requests)):  # warm: the page stored, connections open, code loaded
-        get()
+def cpu_ms(get, requests: int, *, warm: bool = True) -> float:
+    if warm:
+        for _ in range(min(200, requests)):  # warm: the page stored, connections open, code loaded
+            get()
     started = time.process_time()
     for _ in range(requests):
         get()
@@ -79,17 +80,14 @@ def time_parts(get, requests: int) -> list[tuple[str, str, float]]:
                 spent[name] = spent.get(name, 0.0) + time.process_time() - started
         return wrapper
 
-    for _ in range(min(200, requests)):  # warm, as cpu_ms, before anything is timed
+    for _ in range(min(200, requests)):  # warm, as cpu_ms does, before anything is timed
         get()
     for module_name, name, _ in PARTS:
         module = importlib.import_module(module_name)
         saved.append((module, name, getattr(module, name)))
         setattr(module, name, timed(f"{module_name}.{name}", getattr(module, name)))
     try:
-        started = time.process_time()
-        for _ in range(requests):
-            get()
-        total = (time.process_time() - started) / requests * 1000
+        total = cpu_ms(get, requests, warm=False)
     finally:
         for module, name, function in saved:
             setattr(module, name, function)

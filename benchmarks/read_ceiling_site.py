@@ -71,4 +71,5 @@ def __getattr__(name: str):
 
     if os.environ.get("BENCH_VIEWER_MEMO"):
         memoise_viewer()
-    return [path("bench/bare/<str:name>", bare), *urls.urlpatterns]
+    patterns = globals()["urlpatterns"] = [path("bench/bare/<str:name>", bare), *urls.urlpatterns]  # made once
+    return patterns
