@@ -97,7 +97,10 @@ def _json_number(raw: Any) -> tuple[float | None, str | None]:
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         shown = json_shown(raw, 40) if isinstance(raw, str) else json_type(raw)
         return None, f"must be a JSON number, got {shown}"
-    v = float(raw)
+    try:
+        v = float(raw)
+    except OverflowError:  # an integer literal past float's range (1 followed by 400 zeros)
+        return None, "too large; every prediction must be a finite number"
     if math.isnan(v):
         return None, "NaN is not allowed; every prediction must be a number"
     if math.isinf(v):
@@ -197,7 +200,8 @@ class _RowChecker:
                         row,
                         FOLD,
                     )
-                self.folds[idx] = f
+                else:  # a wrong fold is reported above; it may not even fit the array (10**30)
+                    self.folds[idx] = f
 
     def mark_seen(self, row: int, sid: Any) -> None:
         """Note the id of a row too broken to check, so it is not also reported missing."""

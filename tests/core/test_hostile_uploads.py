@@ -1,0 +1,51 @@
+"""Hostile uploads to a static benchmark, through the API as a participant sends them: each is
+answered 400 naming its row and column, never a 500, and nothing is stored or counted."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def _rows_json(**override) -> list[dict]:
+    from tests.conftest import MINI_ROWS
+
+    rows = [{k: r[k] for k in ("sequence_id", "A", "B", "fold")} for r in MINI_ROWS]
+    rows[0] = {**rows[0], **override}
+    return rows
+
+
+BIG = "1" + "0" * 400  # an integer literal past a float's range: JSON allows it, Python reads it as an int
+
+
+@pytest.mark.parametrize("key", ["A", "fold"])
+def test_hostile_json_integer_past_float_range_is_a_400_naming_the_cell(mini_benchmark, api_for, key):
+    """A prediction or fold of 1 followed by 400 zeros ended in a 500 (OverflowError)."""
+    from leaderboard.core.models import Submission
+
+    body = json.dumps({"predictions": _rows_json(**{key: 0})}).replace(f'"{key}": 0', f'"{key}": {BIG}', 1)
+    resp = api_for("owner").post(f"/api/benchmarks/{mini_benchmark.slug}/submissions/", data=body,
+                                 content_type="application/json")
+    assert resp.status_code == 400, resp.content
+    assert [(e["row"], e["column"]) for e in resp.json()["errors"]] == [(1, key)]
+    assert resp.json()["remaining_today"] == mini_benchmark.daily_limit
+    assert not Submission.objects.exists()
+
+
+def test_hostile_csv_fold_too_long_for_an_integer_is_a_400_naming_the_cell(mini_benchmark, api_for):
+    """A fold of 10**30 in a CSV ended in a 500 (it overflowed the fold array after being reported)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from leaderboard.core.models import Submission
+    from tests.conftest import MINI_ROWS, submission_csv
+
+    lines = submission_csv(MINI_ROWS).decode().splitlines()
+    first = lines[1].rsplit(",", 1)[0]  # ab00: published fold 0
+    lines[1] = f"{first},{10 ** 30}"
+    upload = SimpleUploadedFile("p.csv", ("\n".join(lines) + "\n").encode(), content_type="text/csv")
+    resp = api_for("owner").post(f"/api/benchmarks/{mini_benchmark.slug}/submissions/", {"file": upload},
+                                 format="multipart")
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["errors"] == [{"row": 2, "column": "fold", "message": (
+        f"fold {10 ** 30} differs from the published fold 0 of 'ab00'")}]
+    assert not Submission.objects.exists()
