@@ -297,7 +297,7 @@ class PortfolioKind(RoundKind):
         if confidence is None:
             errs.add("confidence is required: a number from 0 to 1", None, "confidence")
         elif isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
-                or not math.isfinite(confidence) or not 0 <= confidence <= 1:
+                or not 0 <= confidence <= 1 or not math.isfinite(confidence):  # range first: 10**400 fits no float
             errs.add(f"confidence must be a number from 0 to 1; got {json_shown(confidence, 40)}", None,
                      "confidence")
         rationale = predictions.get("rationale", "")
@@ -351,7 +351,7 @@ class PortfolioKind(RoundKind):
                 value, message = csvfile.number(raw)
             elif isinstance(raw, bool) or not isinstance(raw, (int, float)):
                 value, message = None, f"percent must be a number; got {json_shown(raw, 40)}"
-            elif not math.isfinite(raw):
+            elif not _finite(raw):
                 value, message = None, "percent must be a finite number"
             else:
                 value, message = float(raw), None
@@ -671,3 +671,11 @@ def _set_intervals(rows: list[dict[str, Any]], returns: list[list[float]], oracl
             row["rank_range"] = [int(best[i]), int(worst[i])]
             if np.isfinite(low[i]) and np.isfinite(high[i]):
                 row["interval"] = [float(low[i]), float(high[i])]
+
+
+def _finite(value: int | float) -> bool:
+    """Whether a JSON number is a finite float: an integer literal past float's range (10**400) is not."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

@@ -49,3 +49,24 @@ def test_hostile_csv_fold_too_long_for_an_integer_is_a_400_naming_the_cell(mini_
     assert resp.json()["errors"] == [{"row": 2, "column": "fold", "message": (
         f"fold {10 ** 30} differs from the published fold 0 of 'ab00'")}]
     assert not Submission.objects.exists()
+
+
+@pytest.mark.parametrize("field", ["percent", "confidence"])
+def test_hostile_portfolio_integer_past_float_range_is_a_400_naming_the_field(db, tmp_path, api_for, field):
+    """A portfolio's percent or confidence of 1 followed by 400 zeros ended in a 500 (math.isfinite overflows)."""
+    from leaderboard.core.models import Submission
+    from leaderboard.core.services.round_engine import round_open
+    from tests.support.portfolio import portfolio_benchmark, universe_csv
+
+    bench = portfolio_benchmark(tmp_path)
+    round_open(benchmark=bench, data=universe_csv({"ALPHA": 80.0, "SP500": 5000.0}), filename="o.csv",
+               track="weekly")
+    body = json.dumps({"allocations": [{"option": "CASH", "percent": 100}], "confidence": 0.5})
+    body = body.replace('"percent": 100', f'"percent": {BIG}') if field == "percent" else body.replace(
+        '"confidence": 0.5', f'"confidence": {BIG}')
+    resp = api_for("owner").post(f"/api/benchmarks/{bench.slug}/submissions/", data=body,
+                                 content_type="application/json")
+    assert resp.status_code == 400, resp.content
+    assert field in {e["column"] for e in resp.json()["errors"]} | {
+        (e["column"] or "").rsplit(".", 1)[-1] for e in resp.json()["errors"]}
+    assert not Submission.objects.exists()
