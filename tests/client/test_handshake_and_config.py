@@ -111,3 +111,16 @@ def test_download_streams_to_a_file_whole_or_not_at_all(fake, no_env, tmp_path):
     assert seen[0] == (0, 21) and seen[-1] == (21, 21)
     assert fake.calls("GET", "/api/benchmarks/b/cases/")[0].query == {"format": ["csv"]}
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".csv", ".part")) == ["cases.csv"]
+
+
+@pytest.mark.parametrize("command", [["download", "b", "cases"], ["universe", "b", "--round", "1"]])
+def test_lb_writing_into_a_folder_that_does_not_exist_says_so_without_a_traceback(fake, no_env, tmp_path, capsys,
+                                                                                  command):
+    """``lb download b cases -o missing/x.csv`` ended in a Python traceback (FileNotFoundError), exit 1."""
+    fake.add("GET", "/api/benchmarks/b/cases/", Reply(body=b"case_id,split\nc1,dev\n"))
+    fake.add("GET", "/api/benchmarks/b/rounds/1/universe/", Reply(body=b"id\nA\n"))
+    target = tmp_path / "missing" / "x.csv"
+    assert cli.main(["--url", fake.url, *command, "-o", str(target)], out=io.StringIO()) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "No such file or directory" in err and str(tmp_path / "missing") in err
+    assert not (tmp_path / "missing").exists()

@@ -6,7 +6,7 @@ Exit codes (stable; scripts may rely on them):
 
     0  done: listed, uploaded and accepted (with --wait: scored, or accepted waiting for truth)
     1  any other error
-    2  usage: bad arguments, no LEADERBOARD_URL, a local file that cannot be read
+    2  usage: bad arguments, no LEADERBOARD_URL, a local file that cannot be read or written
     3  rejected: the server refused the file or request (400, 413, 422); its row/column messages are printed
     4  limit: the daily submission limit (or a request throttle); the reset time is printed
     5  not found or closed: no such benchmark, round or submission; no round open; a closed round (404, 409)
@@ -899,6 +899,10 @@ def main(argv: Sequence[str] | None = None, *, out=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_PIPE
+    except OSError as exc:  # a local file: -o into a folder that does not exist, a full disk, no permission
+        where = f"{exc.filename}: " if exc.filename else ""
+        _err(f"{where}{exc.strerror or exc}")
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":  # python -m leaderboard_client.cli
