@@ -18,7 +18,7 @@ from urllib.parse import quote
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from scoring.kinds.base import Kind, MetricSpec, no_negative_zero
+from scoring.kinds.base import Kind, MetricSpec, format_number, no_negative_zero
 
 # A column of a per-case table whose values are few strings becomes a filter
 # (a select) when it has between 2 and this many distinct values.
@@ -574,7 +574,6 @@ def format_cell(value: Any, fmt: str = "{:.4f}") -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     try:
-        text = fmt.format(value)
+        return format_number(value, fmt)
     except (ValueError, TypeError):
         return str(value)
-    return no_negative_zero(text)

@@ -57,6 +57,19 @@ def no_negative_zero(text: str) -> str:
     return text
 
 
+# From this magnitude a value is shown in 4 significant digits (1e+300): "{:.3f}" of 1e300 is 305
+# characters, and one such value (a participant's predicted_score) widened a whole table past the screen.
+HUGE_MAGNITUDE = 1e15
+
+
+def format_number(value: float, fmt: str) -> str:
+    """``fmt.format(value)`` as pages show it: without a negative zero, and a magnitude of
+    ``HUGE_MAGNITUDE`` or more in 4 significant digits. Raises what ``fmt.format`` raises."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= HUGE_MAGNITUDE:
+        return f"{value:.4g}"
+    return no_negative_zero(fmt.format(value))
+
+
 DEV = "dev"
 RANKED_SPLITS = ("public", "private")
 SPLITS = (DEV, *RANKED_SPLITS)

@@ -461,3 +461,17 @@ def test_a_rejected_json_file_says_how_its_rows_are_counted(client, users, impac
     csv_text = "case_id,predicted_impact\nc1,positive\nc2,sideways\n"
     page = client.post("/b/catalysts/submit/", {"file": SimpleUploadedFile("p.csv", csv_text.encode())}).content.decode()
     assert "the header is row 1" in page and "counted from 1" not in page
+
+
+def test_impact_absurd_predicted_score_is_shown_short_not_as_300_digits(client, impact, users):
+    """predicted_score 1e300 (finite, so accepted) made the MAE cell and each per-case cell a 301-digit number
+    that widened the leaderboard and the submission page far past the screen."""
+    huge = [dict(p, predicted_score=1e300) for p in PREDICTIONS]
+    sub = scored(users["owner"], impact, huge)
+    board = Page(client.get("/b/catalysts/").content.decode())
+    row = Page.within(board.find("table", class_="table leaderboard")[0], "tr")[1]
+    assert [Page.text(td) for td in Page.within(row, "td")][5] == "1e+300"  # the MAE column
+    client.force_login(users["owner"])
+    html = client.get(f"/submissions/{sub.pk}/").content.decode()
+    assert "1e+300" in html
+    assert not re.search(r"\d[\d,]{30}", html)  # no number 30 digits long anywhere on the page

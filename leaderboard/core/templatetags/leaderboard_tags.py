@@ -13,7 +13,7 @@ from django import template
 from django.utils.html import conditional_escape, format_html, strip_tags
 from django.utils.safestring import mark_safe
 
-from scoring.kinds.base import no_negative_zero
+from scoring.kinds.base import HUGE_MAGNITUDE, format_number, no_negative_zero
 
 from leaderboard.deid.tokens import TOKEN_RE
 
@@ -31,7 +31,7 @@ def metric(value, spec):
         return "n/a"
     fmt = getattr(spec, "fmt", None) or "{:.4f}"
     try:
-        return no_negative_zero(fmt.format(value))
+        return format_number(value, fmt)
     except (ValueError, TypeError):
         return str(value)
 
@@ -43,6 +43,9 @@ def cell(value):
         return "–"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, (int, float)) and abs(value) >= HUGE_MAGNITUDE and not _missing(value):
+        # Also an int: PostgreSQL's jsonb gives 1e300 back as 1 followed by 300 zeros.
+        return format_number(value, "{:.4f}")
     if isinstance(value, float):
         if _missing(value):
             return "n/a"
