@@ -70,3 +70,22 @@ def test_hostile_portfolio_integer_past_float_range_is_a_400_naming_the_field(db
     assert field in {e["column"] for e in resp.json()["errors"]} | {
         (e["column"] or "").rsplit(".", 1)[-1] for e in resp.json()["errors"]}
     assert not Submission.objects.exists()
+
+
+def test_hostile_impact_list_of_two_million_bad_predictions_stops_at_the_cap(db, tmp_path, api_for):
+    """Every item past the 200th was still checked and worded (25 s of a web worker for a 4 MB body);
+    the dry run and the upload now stop there and say so, as the properties kind does."""
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+    from tests.support.impact import write_impact_bundle
+
+    bench = benchmark_load_bundle(write_impact_bundle(tmp_path / "impact")).benchmark
+    body = '{"predictions": [' + ",".join(["0"] * 2_000_000) + "]}"
+    api = api_for("owner")
+    for path in ("verify", "submissions"):
+        resp = api.post(f"/api/benchmarks/{bench.slug}/{path}/", data=body, content_type="application/json")
+        assert resp.status_code == 400, resp.content
+        errors = resp.json()["errors"]
+        assert len(errors) == 201
+        assert errors[0] == {"row": 1, "column": None, "message": "each prediction must be an object; got 0"}
+        assert errors[-1]["message"] == ("checking stopped at prediction 201 after too many problems; the list has "
+                                         "2,000,000 predictions, a valid one at most 11")
