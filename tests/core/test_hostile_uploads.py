@@ -89,3 +89,27 @@ def test_hostile_impact_list_of_two_million_bad_predictions_stops_at_the_cap(db,
         assert errors[0] == {"row": 1, "column": None, "message": "each prediction must be an object; got 0"}
         assert errors[-1]["message"] == ("checking stopped at prediction 201 after too many problems; the list has "
                                          "2,000,000 predictions, a valid one at most 11")
+
+
+@pytest.mark.parametrize("line, stop", [  # x,y: two problems a row (unknown id, no category)
+    ("x,y", "checking stopped at row 102 after too many problems; the file has more than 212 predictions, "
+            "a valid one at most 11"),
+    ("x", "checking stopped at row 213 after too many problems; the rows after it were not read"),
+])
+def test_hostile_impact_csv_of_millions_of_short_rows_stops_at_the_cap(db, tmp_path, api_for, line, stop):
+    """A 10 MB CSV of 2,500,000 short rows was read whole before any check (20 s), then every row checked
+    and worded (40 s in all, per request). Reading now stops once the rows are more than the cases and
+    the error cap together, and the answer says where."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+    from tests.support.impact import write_impact_bundle
+
+    bench = benchmark_load_bundle(write_impact_bundle(tmp_path / "impact")).benchmark
+    data = ("case_id,predicted_impact\n" + f"{line}\n" * (4_000_000 // len(line))).encode()
+    resp = api_for("owner").post(f"/api/benchmarks/{bench.slug}/verify/",
+                                 {"file": SimpleUploadedFile("p.csv", data, content_type="text/csv")},
+                                 format="multipart")
+    assert resp.status_code == 400, resp.content
+    errors = resp.json()["errors"]
+    assert errors[0]["row"] == 2 and errors[-1] == {"row": None, "column": None, "message": stop}

@@ -161,7 +161,8 @@ def test_error_list_is_capped():
     rows = "".join(f"zz{i},neutral\n" for i in range(1000))
     errs = errors_of("case_id,predicted_impact\n" + rows)
     assert len(errs) == 201 and errs[-1]["message"] == (
-        "checking stopped at row 202 after too many problems; the file has 1,000 predictions, a valid one at most 6")
+        "checking stopped at row 202 after too many problems; the file has more than 207 predictions, a valid one "
+        "at most 6")
 
 
 # -- whole-file problems and hostile input -------------------------------------------------
