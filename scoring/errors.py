@@ -19,6 +19,18 @@ def json_shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def json_object_unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook`` refusing a key twice in one object (ValueError), which
+    ``json.loads`` would settle silently by keeping the last: the sender meant one of them, we cannot
+    know which. A JSON body and a JSON file are read by the same rule."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key[:40]!r} appears twice in one object; each key may appear once")
+        out[key] = value
+    return out
+
+
 def json_type(value: Any) -> str:
     """The JSON name of a value's type: null, boolean, number, string, array or object."""
     if value is None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.utils.dateparse import parse_date, parse_datetime
 
-from scoring.errors import RowError
+from scoring.errors import RowError, json_object_unique_keys
 
 MAX_JSON_DEPTH = 20
 # C0 controls but tab, newline and carriage return; DEL; lone UTF-16 surrogates.
@@ -89,16 +89,6 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            # json.loads would keep the last silently: the sender meant one of them, we cannot know which.
-            raise ValueError(f"the key {key[:40]!r} appears twice in one object; each key may appear once")
-        out[key] = value
-    return out
-
-
 def json_loads_checked(text: str, *, field: str | None = None, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse JSON text after checking its depth; then check every string in it.
 
@@ -109,7 +99,7 @@ def json_loads_checked(text: str, *, field: str | None = None, max_depth: int = 
     if depth > max_depth:
         raise BadInput(f"JSON nested {depth} levels deep; at most {max_depth} allowed", field)
     try:
-        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_object_without_duplicate_keys)
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=json_object_unique_keys)
     except json.JSONDecodeError as exc:
         raise BadInput(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", field) from None
     except (ValueError, RecursionError) as exc:

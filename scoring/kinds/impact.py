@@ -46,7 +46,7 @@ import numpy as np
 
 from scoring import csvfile
 from scoring import metrics_impact as mi
-from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_object_unique_keys, json_shown
 from scoring.kinds import register
 from scoring.kinds.base import (
     DEV,
@@ -498,7 +498,7 @@ class ImpactKind(Kind):
             return float(name.replace("Infinity", "inf"))  # reported later as non-finite
 
         try:
-            doc = json.loads(text, parse_constant=constant)
+            doc = json.loads(text, parse_constant=constant, object_pairs_hook=json_object_unique_keys)
         except json.JSONDecodeError as exc:
             errors.add(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", row=exc.lineno)
             errors.raise_if_any()

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from scoring import csvfile
-from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_object_unique_keys, json_shown
 from scoring.kinds import register
 from scoring.kinds.base import (
     STANDINGS_MIN_ROUNDS,
@@ -249,7 +249,7 @@ class PortfolioKind(RoundKind):
             if text is None:
                 errs.fail()
             try:
-                body = json.loads(text)
+                body = json.loads(text, object_pairs_hook=json_object_unique_keys)
             except (ValueError, RecursionError) as exc:
                 raise ValidationFailed([RowError(f"the file is not valid JSON: {exc}", column="file")]) from None
             return self.parse_round_json(body, universe=universe, config=config)

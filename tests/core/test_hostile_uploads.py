@@ -113,3 +113,26 @@ def test_hostile_impact_csv_of_millions_of_short_rows_stops_at_the_cap(db, tmp_p
     assert resp.status_code == 400, resp.content
     errors = resp.json()["errors"]
     assert errors[0]["row"] == 2 and errors[-1] == {"row": None, "column": None, "message": stop}
+
+
+def test_hostile_impact_json_file_with_a_key_twice_is_refused_as_the_same_json_body_is(db, tmp_path, api_for):
+    """The JSON body {"predicted_impact": "positive", "predicted_impact": "negative"} is a 400 (we cannot know
+    which was meant), but the same JSON as a file (lb submit x.json, the page's form) kept the last one."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from leaderboard.core.models import Submission
+    from leaderboard.core.services.benchmarks import benchmark_load_bundle
+    from tests.support.impact import write_impact_bundle
+
+    bench = benchmark_load_bundle(write_impact_bundle(tmp_path / "impact")).benchmark
+    text = '{"predictions": [{"case_id": "d1", "predicted_impact": "positive", "predicted_impact": "negative"}]}'
+    said = "not valid JSON: the key 'predicted_impact' appears twice in one object; each key may appear once"
+    api = api_for("owner")
+    body = api.post(f"/api/benchmarks/{bench.slug}/verify/", data=text, content_type="application/json")
+    assert body.status_code == 400 and body.json()["detail"] == said
+    for path in ("verify", "submissions"):
+        upload = SimpleUploadedFile("p.json", text.encode(), content_type="application/json")
+        resp = api.post(f"/api/benchmarks/{bench.slug}/{path}/", {"file": upload}, format="multipart")
+        assert resp.status_code == 400, resp.content
+        assert [e["message"] for e in resp.json()["errors"]] == [said]
+    assert not Submission.objects.exists()
