@@ -99,3 +99,31 @@ def test_without_late_submissions_the_deadline_refuses(mini_benchmark, users):
     with pytest.raises(SubmissionRejected) as exc:
         _submit(users["owner"], mini_benchmark)
     assert exc.value.status == 409
+
+
+@pytest.mark.parametrize("late_submissions", [True, False])
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_straddling_the_deadline(mini_benchmark, users, monkeypatch, late_submissions):
+    """Checked while the round was open, stored once the deadline had passed (the deadline falls while
+    its file is written): with late submissions it is taken late, as it would be a moment later, not
+    refused; without, it is refused, as every upload after the deadline is."""
+    from leaderboard.core.services import submissions
+
+    mini_benchmark.config = {**mini_benchmark.config, "late_submissions": late_submissions}
+    mini_benchmark.save(update_fields=["config"])
+    real_store = submissions.upload_file_store
+
+    def store_while_the_deadline_passes(data, filename):
+        _close(mini_benchmark)
+        return real_store(data, filename)
+
+    monkeypatch.setattr(submissions, "upload_file_store", store_while_the_deadline_passes)
+    if not late_submissions:
+        with pytest.raises(SubmissionRejected) as exc:
+            _submit(users["owner"], mini_benchmark)
+        assert exc.value.status == 409 and not Submission.objects.exists()
+        return
+    sub = _submit(users["owner"], mini_benchmark).submission
+    sub.refresh_from_db()
+    assert (sub.status, sub.late) == ("scored", True)
+    assert not LeaderboardRow.objects.filter(submission=sub).exists()

@@ -120,6 +120,8 @@ def static_submission_create(*, user, benchmark: Benchmark, data: bytes | None, 
             # round_set_status has closed a round (or its deadline has passed), no
             # upload validated before can still slip in.
             round_ = round_lock_for_upload(round_.pk)
+            if late is None and not round_takes_submissions(round_) and late_round(benchmark) == round_:
+                late = round_  # the deadline passed while this upload was checked: taken late, as a moment later
             if late is None:
                 _check_takes_submissions(benchmark, round_)
             team = team_upload_lock(user=user, benchmark=benchmark, entrant=entrant)
