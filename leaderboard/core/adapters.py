@@ -1,8 +1,12 @@
 """django-allauth adapted to the site: a new account gets its first entrant (named after it),
-and an address longer than the database column is a form error, not a server error."""
+an address longer than the database column is a form error, not a server error, and an
+account's last address cannot be removed (an account with no address on record counts as
+one made by staff, which may upload without verifying: removing an unverified sign-up's only
+address would lift the refusal)."""
 from __future__ import annotations
 
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.account.models import EmailAddress
 from django import forms
 from django.contrib.auth import get_user_model
 
@@ -16,6 +20,12 @@ class AccountAdapter(DefaultAccountAdapter):
         if len(email) > EMAIL_MAX_LENGTH:
             raise forms.ValidationError(f"An email address has at most {EMAIL_MAX_LENGTH} characters.")
         return super().clean_email(email)
+
+    def can_delete_email(self, email_address) -> bool:
+        if email_address.pk and not EmailAddress.objects.filter(user_id=email_address.user_id).exclude(
+                pk=email_address.pk).exists():
+            return False
+        return super().can_delete_email(email_address)
 
     def save_user(self, request, user, form, commit=True):
         user = super().save_user(request, user, form, commit=commit)

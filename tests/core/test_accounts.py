@@ -194,3 +194,17 @@ def test_social_login_is_off_by_default_and_the_environment_switches_it_on(clien
     refused = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
                              capture_output=True, text=True, timeout=120)
     assert "set SOCIAL_LOGIN_GITHUB_CLIENT_ID and SOCIAL_LOGIN_GITHUB_SECRET too" in refused.stderr
+
+
+def test_removing_the_only_unverified_address_does_not_lift_the_upload_refusal(client, smtp_server, mini_benchmark):
+    # A participant who cannot (or will not) open the link tries the email page's remove action on
+    # their one address: with no address on record the account would look like one made by staff.
+    _signup(client)
+    user = get_user_model().objects.get(username="ada")
+    page = client.post("/accounts/email/", {"action_remove": "", "email": "ada@example.org"}, follow=True)
+    assert "You cannot remove your primary email address (ada@example.org)" in page.content.decode()
+    assert list(EmailAddress.objects.filter(user=user).values_list("email", "verified")) == [
+        ("ada@example.org", False)]
+    refused = _upload(_token_client(user))
+    assert refused.status_code == 403 and "verify your email address first" in refused.json()["detail"]
+    assert Submission.objects.count() == 0
