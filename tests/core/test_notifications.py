@@ -500,3 +500,24 @@ def test_a_refused_webhook_form_keeps_what_was_typed(db, users, client):
     form = client.get("/notifications/").content.decode().split('id="webhook-form"', 1)[1]
     checked = re.findall(r'<input type="checkbox" name="events" value="([\w.]+)" checked', form)
     assert checked == ["submission.scored", "round.resolved"]
+
+
+def test_an_unpublished_benchmarks_events_reach_only_those_who_may_see_it(db, users, tmp_path, receiver,
+                                                                           allow_local, settings):
+    # An organiser prepares a benchmark hidden from participants ("published": false): a participant's
+    # webhook subscribed to every event must not learn of its slug, rounds or deadlines.
+    webhook_create(user=users["owner"], url=receiver.url.replace("/hook", "/participant"), events=list(EVENTS),
+                   secret=SECRET)
+    webhook_create(user=users["organiser"], url=receiver.url.replace("/hook", "/staff"), events=list(EVENTS),
+                   secret=SECRET)
+    bench = signals_benchmark(tmp_path, slug="hidden-sig")
+    bench.is_published = False
+    bench.save(update_fields=["is_published"])
+    round_ = round_open(benchmark=bench, data=SignalsRound(60, seed=5).universe_csv(), filename="u.csv")
+    round_close(round_=round_)
+    notifications_dispatch()
+    receiver.wait(2)
+    notifications_dispatch()
+    assert sorted((r.path, r.json["event"]) for r in receiver.requests) == [
+        ("/staff", "round.closed"), ("/staff", "round.opened")]
+    assert not WebhookDelivery.objects.filter(webhook__user=users["owner"]).exists()
