@@ -208,3 +208,21 @@ def test_removing_the_only_unverified_address_does_not_lift_the_upload_refusal(c
     refused = _upload(_token_client(user))
     assert refused.status_code == 403 and "verify your email address first" in refused.json()["detail"]
     assert Submission.objects.count() == 0
+
+
+def test_a_staff_made_account_stays_verified_after_its_owner_opens_the_email_page_or_resets_the_password(
+        client, smtp_server, mini_benchmark):
+    # Made in the admin (or createsuperuser) with an address: it may upload, and keeps that right when
+    # its owner looks at their email page or resets a forgotten password (no link was ever mailed).
+    made = get_user_model().objects.create_user("by-admin", email="Kim@Example.org", password=PASSWORD)
+    api = _token_client(made)
+    assert _upload(api).status_code == 202
+    assert client.post("/accounts/login/", {"username": "by-admin", "password": PASSWORD}).status_code == 302
+    page = client.get("/accounts/email/").content.decode()
+    assert "waiting for its link" not in page and "verified" in page
+    client.logout()
+    assert client.post("/accounts/password/reset/", {"email": "kim@example.org"}).status_code == 302
+    (mail,) = smtp_server.wait_for("kim@example.org")
+    assert "/accounts/password/reset/key/" in " ".join(mail.links())
+    assert _upload(api).status_code == 202
+    assert list(EmailAddress.objects.filter(user=made).values_list("verified", "primary")) == [(True, True)]

@@ -28,6 +28,22 @@ def upload_refusal(user) -> str | None:
             "(or send a new one from /accounts/email/). Browsing and downloads stay open meanwhile.")
 
 
+def email_address_synced(address: EmailAddress) -> None:
+    """A staff-made account's address, recorded by allauth when its owner first opens the email page,
+    resets the password or logs in: it counts as verified, as the account did before (nobody mailed a
+    link to open). Such a row is allauth's sync of ``user.email`` (neither primary nor verified, the
+    account's only one); a sign-up's or an email change's address is never that and stays unverified."""
+    if address.verified or address.primary:
+        return
+    user = address.user
+    if (user.email or "").strip().lower() != address.email.strip().lower():
+        return
+    if EmailAddress.objects.filter(user_id=user.pk).exclude(pk=address.pk).exists():
+        return
+    EmailAddress.objects.filter(pk=address.pk).update(verified=True, primary=True)
+    address.verified = address.primary = True
+
+
 def email_mark_verified(*, user, email: str) -> None:
     """Record ``email`` as the user's verified primary address (demo users, staff tools)."""
     user.email = email
