@@ -521,3 +521,17 @@ def test_an_unpublished_benchmarks_events_reach_only_those_who_may_see_it(db, us
     assert sorted((r.path, r.json["event"]) for r in receiver.requests) == [
         ("/staff", "round.closed"), ("/staff", "round.opened")]
     assert not WebhookDelivery.objects.filter(webhook__user=users["owner"]).exists()
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("https://exa mple.org/hook", "contains a space"),
+    ("https://example.org/hook\r\nX-Injected: 1", "control character U+000D"),
+    ("https://example.org/ho\tok", "control character U+0009"),
+])
+def test_a_webhook_url_that_can_never_be_called_as_shown_is_refused(db, users, api_for, url, says):
+    # A typo'd host or a pasted line break was registered (201) and then failed at every delivery,
+    # or was called at another URL than the one listed.
+    resp = api_for("owner").post("/api/webhooks/", {"url": url, "events": ["round.opened"]}, format="json")
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["errors"][0]["column"] == "url" and says in resp.json()["detail"]
+    assert not Webhook.objects.exists()
