@@ -226,3 +226,30 @@ def test_a_staff_made_account_stays_verified_after_its_owner_opens_the_email_pag
     assert "/accounts/password/reset/key/" in " ".join(mail.links())
     assert _upload(api).status_code == 202
     assert list(EmailAddress.objects.filter(user=made).values_list("verified", "primary")) == [(True, True)]
+
+
+def test_no_one_can_take_the_name_a_deleted_accounts_entrant_gets_or_pose_as_a_deleted_account(
+        client, smtp_server, mini_benchmark, users, api_for):
+    # The owner's entrant becomes former-entrant-<id> when they delete their account. A participant who
+    # took that name first (an entrant, a team or a username) made the deletion fail with a server error.
+    owner = users["owner"]
+    sub = submission_create(user=owner, benchmark=mini_benchmark, data=submission_csv(MINI_ROWS), filename="p.csv")
+    entrant = sub.submission.entrant
+    squat = f"Former-Entrant-{entrant.pk}"
+    team = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": squat}, format="json")
+    assert team.status_code == 400 and "former-entrant-" in team.json()["detail"]
+    client.force_login(users["member"])
+    page = client.post("/accounts/profile/", {"action": "create_entrant", "name": squat, "description": ""})
+    assert "former-entrant-" in page.content.decode()
+    client.logout()
+    for name in (f"former-entrant-{entrant.pk}", "deleted-3-0a1b2c3d"):
+        refused = _signup(client, username=name, email=f"{name}@example.org")
+        assert refused.status_code == 400 and "kept for deleted accounts" in refused.content.decode(), name
+    assert not Entrant.objects.filter(name__istartswith="former-entrant-").exists()
+    # Even with such a name already there (made before this rule, or by staff), the deletion goes through.
+    Entrant.objects.create(owner=users["member"], name=f"former-entrant-{entrant.pk}")
+    client.force_login(owner)
+    assert client.post("/accounts/delete/", {"password": "pw-owner-123"}).status_code == 302
+    entrant.refresh_from_db()
+    assert entrant.name.startswith(f"former-entrant-{entrant.pk}-")
+    assert not get_user_model().objects.get(pk=owner.pk).is_active

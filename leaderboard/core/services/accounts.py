@@ -25,6 +25,7 @@ from leaderboard.core.models import (
     TeamInvite,
     Webhook,
 )
+from leaderboard.core.services.entrants import DELETED_ENTRANT_PREFIX, DELETED_USERNAME_PREFIX
 from leaderboard.core.services.teams import teams_leave_all
 
 
@@ -75,12 +76,15 @@ def account_delete(*, user) -> None:
         teams_leave_all(user)
         entrants = list(Entrant.objects.filter(owner=user, team__isnull=True).values_list("pk", flat=True))
         for pk in entrants:
-            Entrant.objects.filter(pk=pk).update(name=f"former-entrant-{pk}", description="")
+            name = f"{DELETED_ENTRANT_PREFIX}{pk}"
+            if Entrant.objects.filter(name__iexact=name).exclude(pk=pk).exists():  # taken before names were kept
+                name = f"{name}-{secrets.token_hex(3)}"
+            Entrant.objects.filter(pk=pk).update(name=name, description="")
         ApiToken.objects.filter(user=user).delete()
         Webhook.objects.filter(user=user).delete()  # with their deliveries: no event goes out any more
         EmailAddress.objects.filter(user=user).delete()
         old_name = user.username
-        user.username = f"deleted-{user.pk}-{secrets.token_hex(4)}"
+        user.username = f"{DELETED_USERNAME_PREFIX}{user.pk}-{secrets.token_hex(4)}"
         _team_logs_renamed(user, old_name, user.username)
         user.email = user.first_name = user.last_name = ""
         user.is_active = False
