@@ -6,6 +6,8 @@ one made by staff, which may upload without verifying: removing an unverified si
 address would lift the refusal)."""
 from __future__ import annotations
 
+import unicodedata
+
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.account.models import EmailAddress
 from django import forms
@@ -28,6 +30,8 @@ class AccountAdapter(DefaultAccountAdapter):
         return super().clean_email(email)
 
     def clean_username(self, username, shallow=False):
+        # Folded as Django folds the usernames it makes (NFKC): "ｂob" in full-width letters is "bob".
+        username = unicodedata.normalize("NFKC", username)
         for prefix in (DELETED_ENTRANT_PREFIX, DELETED_USERNAME_PREFIX):
             problem = reserved_name_problem(username, prefix=prefix)
             if problem:

@@ -253,3 +253,18 @@ def test_no_one_can_take_the_name_a_deleted_accounts_entrant_gets_or_pose_as_a_d
     entrant.refresh_from_db()
     assert entrant.name.startswith(f"former-entrant-{entrant.pk}-")
     assert not get_user_model().objects.get(pk=owner.pk).is_active
+
+
+def test_a_lookalike_in_full_width_letters_is_the_same_name(client, smtp_server, mini_benchmark, users, api_for):
+    # "ｏwner" (a full-width o) reads as "owner" on every board: Django folds such names (NFKC) for the
+    # accounts it makes; sign-up, entrants and teams did not, so anyone could pose as another entrant.
+    from leaderboard.core.services.entrants import entrant_default
+
+    entrant_default(users["owner"])  # the entrant "owner" on the boards
+    refused = _signup(client, username="\uff4fwner", email="lookalike@example.org")
+    assert refused.status_code == 400 and "already exists" in refused.content.decode()
+    team = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": "\uff4fwner"}, format="json")
+    assert team.status_code == 409 and "is taken" in team.json()["detail"]
+    made = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": "Ｔｅａｍ ９"}, format="json")
+    assert made.status_code == 201 and made.json()["name"] == "Team 9"
+    assert not get_user_model().objects.filter(username__icontains="wner").exclude(pk=users["owner"].pk).exists()

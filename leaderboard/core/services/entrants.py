@@ -6,6 +6,7 @@ uploads as the team on that team's benchmark, always (``entrant_resolve``).
 """
 from __future__ import annotations
 
+import unicodedata
 from typing import cast
 
 from django.contrib.auth import get_user_model
@@ -75,7 +76,8 @@ def entrant_create(*, owner, name: str, description: str = "") -> Entrant:
     The unique index decides, so two concurrent creations of one name give one
     entrant and one 409, never an error.
     """
-    name = name.strip()
+    # Folded as Django folds usernames (NFKC): "ｂob" in full-width letters is "bob", whose name may be taken.
+    name = unicodedata.normalize("NFKC", name).strip()
     if not name:
         raise SubmissionRejected([RowError("an entrant needs a name", column="name")])
     try:
