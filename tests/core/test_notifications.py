@@ -535,3 +535,14 @@ def test_a_webhook_url_that_can_never_be_called_as_shown_is_refused(db, users, a
     assert resp.status_code == 400, resp.content
     assert resp.json()["errors"][0]["column"] == "url" and says in resp.json()["detail"]
     assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", "-", "99999999999999999999999"])
+def test_a_settings_form_naming_no_webhook_or_delivery_is_a_404_not_a_server_error(db, users, client, value):
+    hook = webhook_create(user=users["owner"], url="https://example.org/hook", events=["round.opened"], secret=SECRET)
+    client.force_login(users["owner"])
+    client.raise_request_exception = False
+    for action in ("remove_webhook", "enable_webhook"):
+        assert client.post("/notifications/", {"action": action, "webhook": value}).status_code == 404
+    assert client.post(f"/notifications/webhooks/{hook.pk}/", {"delivery": value}).status_code == 404
+    assert Webhook.objects.filter(pk=hook.pk).exists()
