@@ -34,6 +34,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
@@ -118,7 +119,9 @@ def _active_hooks() -> list[tuple[int, int, list[str]]]:
 
 
 def _mail_wanted(user_ids: set[int], kind: str) -> set[int]:
-    """The users among ``user_ids`` who want mail for ``kind`` and have an address."""
+    """The users among ``user_ids`` who want mail for ``kind`` and have an address that is theirs:
+    not one given at sign-up whose link was never opened (anyone may type someone else's address;
+    an account with no address on record, made by staff, counts as verified, as for uploads)."""
     default = MAIL_DEFAULTS.get(kind, False)
     users = sorted(user_ids)
     found: set[int] = set()
@@ -127,7 +130,11 @@ def _mail_wanted(user_ids: set[int], kind: str) -> set[int]:
         chosen = dict(NotificationPreference.objects.filter(user_id__in=chunk, kind=kind)
                       .values_list("user_id", "email"))
         wanted = [u for u in chunk if chosen.get(u, default)]
-        found.update(get_user_model().objects.filter(pk__in=wanted).exclude(email="").values_list("pk", flat=True))
+        unverified = (set(EmailAddress.objects.filter(user_id__in=wanted).values_list("user_id", flat=True))
+                      - set(EmailAddress.objects.filter(user_id__in=wanted, verified=True)
+                            .values_list("user_id", flat=True)))
+        found.update(get_user_model().objects.filter(pk__in=[u for u in wanted if u not in unverified])
+                     .exclude(email="").values_list("pk", flat=True))
     return found
 
 

@@ -546,3 +546,23 @@ def test_a_settings_form_naming_no_webhook_or_delivery_is_a_404_not_a_server_err
         assert client.post("/notifications/", {"action": action, "webhook": value}).status_code == 404
     assert client.post(f"/notifications/webhooks/{hook.pk}/", {"delivery": value}).status_code == 404
     assert Webhook.objects.filter(pk=hook.pk).exists()
+
+
+def test_no_notification_mail_goes_to_an_address_never_verified(db, users, mini_benchmark, smtp_server):
+    # Anyone may sign up with someone else's address and join a team: the address's owner, who never
+    # opened the link, got the team's results mailed to them.
+    from allauth.account.models import EmailAddress
+
+    _team_of_two(users, mini_benchmark)
+    EmailAddress.objects.create(user=users["member"], email="member@example.org", primary=True, verified=False)
+    sub = upload_static(users["owner"], mini_benchmark)
+    notifications_dispatch()
+    (to_owner,) = smtp_server.wait_for("owner@example.org")
+    assert f"] Your submission #{sub.pk} to " in to_owner.subject
+    assert smtp_server.to("member@example.org") == []
+    assert list(MailDelivery.objects.values_list("user__username", flat=True)) == ["owner"]
+    # Once verified, the member hears of the team's next result.
+    EmailAddress.objects.filter(user=users["member"]).update(verified=True)
+    upload_static(users["owner"], mini_benchmark)
+    notifications_dispatch()
+    assert len(smtp_server.wait_for("member@example.org")) == 1
