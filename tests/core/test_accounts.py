@@ -268,3 +268,22 @@ def test_a_lookalike_in_full_width_letters_is_the_same_name(client, smtp_server,
     made = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": "Ｔｅａｍ ９"}, format="json")
     assert made.status_code == 201 and made.json()["name"] == "Team 9"
     assert not get_user_model().objects.filter(username__icontains="wner").exclude(pk=users["owner"].pk).exists()
+
+
+def test_a_mail_server_that_cannot_be_reached_is_said_on_the_page_not_a_server_error(client, db, settings):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", port, 2
+    client.raise_request_exception = False
+    signed = _signup(client)
+    assert signed.status_code == 302
+    page = client.get(signed["Location"]).content.decode()
+    assert "We could not send the mail to ada@example.org just now" in page
+    assert get_user_model().objects.filter(username="ada").count() == 1
+    client.logout()
+    reset = client.post("/accounts/password/reset/", {"email": "ada@example.org"}, follow=True)
+    assert reset.status_code == 200 and "We could not send the mail to ada@example.org" in reset.content.decode()
