@@ -19,9 +19,19 @@ class CoreConfig(AppConfig):
 
         post_save.connect(_benchmark_changed, sender="core.Benchmark", dispatch_uid="boards-benchmark-saved")
         post_delete.connect(_benchmark_changed, sender="core.Benchmark", dispatch_uid="boards-benchmark-deleted")
+        # A staff-made account's address, which allauth records unverified the first time its owner
+        # opens the email page or resets the password, stays verified as the account was.
+        post_save.connect(_email_address_saved, sender="account.EmailAddress", dispatch_uid="staff-address-synced")
 
 
 def _benchmark_changed(sender, instance, **kwargs) -> None:
     from leaderboard.core.boardcache import boards_changed  # noqa: PLC0415 -- the cache needs settings loaded
 
     boards_changed(instance.pk)
+
+
+def _email_address_saved(sender, instance, created, **kwargs) -> None:
+    if created:
+        from leaderboard.core.services.accounts import email_address_synced  # noqa: PLC0415 -- needs the app registry
+
+        email_address_synced(instance)

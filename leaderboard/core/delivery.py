@@ -20,7 +20,8 @@ Who hears of what: a submission's events go to its uploader and, when its entran
 every member of that team now (the team is the entrant: its members see its submissions), with
 their webhooks; round and benchmark events go to every webhook subscribed to them, and by mail to
 the users who took part (submitted to the round, or are in a team that did; for ``round.opened``
-and ``benchmark.revealed``, to the benchmark). A round submission's ``submission.scored`` is not
+and ``benchmark.revealed``, to the benchmark). An unpublished benchmark's events reach its staff
+only. A round submission's ``submission.scored`` is not
 mailed: the ``round.resolved`` mail of the same moment carries its scores and rank.
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
@@ -117,7 +119,9 @@ def _active_hooks() -> list[tuple[int, int, list[str]]]:
 
 
 def _mail_wanted(user_ids: set[int], kind: str) -> set[int]:
-    """The users among ``user_ids`` who want mail for ``kind`` and have an address."""
+    """The users among ``user_ids`` who want mail for ``kind`` and have an address that is theirs:
+    not one given at sign-up whose link was never opened (anyone may type someone else's address;
+    an account with no address on record, made by staff, counts as verified, as for uploads)."""
     default = MAIL_DEFAULTS.get(kind, False)
     users = sorted(user_ids)
     found: set[int] = set()
@@ -126,7 +130,11 @@ def _mail_wanted(user_ids: set[int], kind: str) -> set[int]:
         chosen = dict(NotificationPreference.objects.filter(user_id__in=chunk, kind=kind)
                       .values_list("user_id", "email"))
         wanted = [u for u in chunk if chosen.get(u, default)]
-        found.update(get_user_model().objects.filter(pk__in=wanted).exclude(email="").values_list("pk", flat=True))
+        unverified = (set(EmailAddress.objects.filter(user_id__in=wanted).values_list("user_id", flat=True))
+                      - set(EmailAddress.objects.filter(user_id__in=wanted, verified=True)
+                            .values_list("user_id", flat=True)))
+        found.update(get_user_model().objects.filter(pk__in=[u for u in wanted if u not in unverified])
+                     .exclude(email="").values_list("pk", flat=True))
     return found
 
 
@@ -162,6 +170,17 @@ def _fan_out(events: list[NotificationEvent]) -> tuple[int, int]:
     hooks_by_user: dict[int, list[tuple[int, list[str]]]] = defaultdict(list)
     for pk, user_id, wanted in hooks:
         hooks_by_user[user_id].append((pk, wanted))
+    staff: set[int] | None = None
+
+    def may_see(e: NotificationEvent, user_ids: set[int]) -> set[int]:
+        """Those of ``user_ids`` who may see the event's benchmark (``selectors.benchmarks_for``):
+        an unpublished one's events (its slug, rounds, deadlines) reach its staff only."""
+        nonlocal staff
+        if e.benchmark is None or e.benchmark.is_published:
+            return user_ids
+        if staff is None:
+            staff = set(get_user_model().objects.filter(is_staff=True).values_list("pk", flat=True))
+        return user_ids & staff
     deliveries: list[WebhookDelivery] = []
     mails: list[MailDelivery] = []
     # Submission events: their uploaders, looked up for the whole batch at once.
@@ -175,16 +194,18 @@ def _fan_out(events: list[NotificationEvent]) -> tuple[int, int]:
             mailed = _mail_wanted(set().union(*recipients.values()), kind)
             for e in group:
                 round_kind_result = kind == Kind.SUBMISSION_SCORED and "round" in e.data
-                for user_id in sorted(recipients.get(e.submission_id or 0, ())):
+                for user_id in sorted(may_see(e, recipients.get(e.submission_id or 0, set()))):
                     deliveries.extend(WebhookDelivery(webhook_id=pk, event=e, attempt_limit=limit)
                                       for pk, wanted in hooks_by_user.get(user_id, ()) if kind in wanted)
                     if user_id in mailed and not round_kind_result:
                         mails.append(MailDelivery(event=e, user_id=user_id))
         else:
             for e in group:
+                seeing = may_see(e, set(hooks_by_user))
                 deliveries.extend(WebhookDelivery(webhook_id=pk, event=e, attempt_limit=limit)
-                                  for pk, _, wanted in hooks if kind in wanted)
-                mails.extend(MailDelivery(event=e, user_id=u) for u in sorted(_mail_wanted(_participants(e), kind)))
+                                  for pk, user_id, wanted in hooks if kind in wanted and user_id in seeing)
+                mails.extend(MailDelivery(event=e, user_id=u)
+                             for u in sorted(_mail_wanted(may_see(e, _participants(e)), kind)))
     WebhookDelivery.objects.bulk_create(deliveries, batch_size=2000, ignore_conflicts=True)
     MailDelivery.objects.bulk_create(mails, batch_size=2000, ignore_conflicts=True)
     return len(deliveries), len(mails)

@@ -974,7 +974,7 @@ def notification_settings(request):
                                          events=request.POST.getlist("events"),
                                          secret=request.POST.get("secret") or None)
             elif action in ("remove_webhook", "enable_webhook"):
-                hook = get_object_or_404(Webhook, pk=request.POST.get("webhook") or 0, user=request.user)
+                hook = get_object_or_404(Webhook, pk=_posted_id(request, "webhook"), user=request.user)
                 if action == "remove_webhook":
                     webhook_remove(webhook=hook)
                     messages.success(request, f"Webhook {hook.url} removed.")
@@ -1002,12 +1002,18 @@ def webhook_deliveries(request, pk):
     """Every attempt of one of the viewer's webhooks, newest first; redeliver any delivery."""
     hook = get_object_or_404(Webhook, pk=pk, user=request.user)
     if request.method == "POST":
-        found = get_object_or_404(WebhookDelivery, pk=request.POST.get("delivery") or 0, webhook=hook)
+        found = get_object_or_404(WebhookDelivery, pk=_posted_id(request, "delivery"), webhook=hook)
         delivery_redeliver(delivery=found)
         messages.success(request, f"Delivery {found.pk} queued to be sent again.")
         return redirect("webhook_deliveries", pk=hook.pk)
     return render(request, "notifications/deliveries.html", {
         "hook": hook, "attempts": delivery.webhook_attempts(hook, limit=500)})
+
+
+def _posted_id(request, name: str) -> int:
+    """The id a form posts as ``name``; 0 (which names nothing, so a 404) for anything that is not one."""
+    value = request.POST.get(name, "")
+    return int(value) if value.isascii() and value.isdigit() and len(value) < 19 else 0
 
 
 @csrf_exempt  # one-click unsubscribe from a mail program (RFC 8058) posts without a session

@@ -194,3 +194,96 @@ def test_social_login_is_off_by_default_and_the_environment_switches_it_on(clien
     refused = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
                              capture_output=True, text=True, timeout=120)
     assert "set SOCIAL_LOGIN_GITHUB_CLIENT_ID and SOCIAL_LOGIN_GITHUB_SECRET too" in refused.stderr
+
+
+def test_removing_the_only_unverified_address_does_not_lift_the_upload_refusal(client, smtp_server, mini_benchmark):
+    # A participant who cannot (or will not) open the link tries the email page's remove action on
+    # their one address: with no address on record the account would look like one made by staff.
+    _signup(client)
+    user = get_user_model().objects.get(username="ada")
+    page = client.post("/accounts/email/", {"action_remove": "", "email": "ada@example.org"}, follow=True)
+    assert "You cannot remove your primary email address (ada@example.org)" in page.content.decode()
+    assert list(EmailAddress.objects.filter(user=user).values_list("email", "verified")) == [
+        ("ada@example.org", False)]
+    refused = _upload(_token_client(user))
+    assert refused.status_code == 403 and "verify your email address first" in refused.json()["detail"]
+    assert Submission.objects.count() == 0
+
+
+def test_a_staff_made_account_stays_verified_after_its_owner_opens_the_email_page_or_resets_the_password(
+        client, smtp_server, mini_benchmark):
+    # Made in the admin (or createsuperuser) with an address: it may upload, and keeps that right when
+    # its owner looks at their email page or resets a forgotten password (no link was ever mailed).
+    made = get_user_model().objects.create_user("by-admin", email="Kim@Example.org", password=PASSWORD)
+    api = _token_client(made)
+    assert _upload(api).status_code == 202
+    assert client.post("/accounts/login/", {"username": "by-admin", "password": PASSWORD}).status_code == 302
+    page = client.get("/accounts/email/").content.decode()
+    assert "waiting for its link" not in page and "verified" in page
+    client.logout()
+    assert client.post("/accounts/password/reset/", {"email": "kim@example.org"}).status_code == 302
+    (mail,) = smtp_server.wait_for("kim@example.org")
+    assert "/accounts/password/reset/key/" in " ".join(mail.links())
+    assert _upload(api).status_code == 202
+    assert list(EmailAddress.objects.filter(user=made).values_list("verified", "primary")) == [(True, True)]
+
+
+def test_no_one_can_take_the_name_a_deleted_accounts_entrant_gets_or_pose_as_a_deleted_account(
+        client, smtp_server, mini_benchmark, users, api_for):
+    # The owner's entrant becomes former-entrant-<id> when they delete their account. A participant who
+    # took that name first (an entrant, a team or a username) made the deletion fail with a server error.
+    owner = users["owner"]
+    sub = submission_create(user=owner, benchmark=mini_benchmark, data=submission_csv(MINI_ROWS), filename="p.csv")
+    entrant = sub.submission.entrant
+    squat = f"Former-Entrant-{entrant.pk}"
+    team = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": squat}, format="json")
+    assert team.status_code == 400 and "former-entrant-" in team.json()["detail"]
+    client.force_login(users["member"])
+    page = client.post("/accounts/profile/", {"action": "create_entrant", "name": squat, "description": ""})
+    assert "former-entrant-" in page.content.decode()
+    client.logout()
+    for name in (f"former-entrant-{entrant.pk}", "deleted-3-0a1b2c3d"):
+        refused = _signup(client, username=name, email=f"{name}@example.org")
+        assert refused.status_code == 400 and "kept for deleted accounts" in refused.content.decode(), name
+    assert not Entrant.objects.filter(name__istartswith="former-entrant-").exists()
+    # Even with such a name already there (made before this rule, or by staff), the deletion goes through.
+    Entrant.objects.create(owner=users["member"], name=f"former-entrant-{entrant.pk}")
+    client.force_login(owner)
+    assert client.post("/accounts/delete/", {"password": "pw-owner-123"}).status_code == 302
+    entrant.refresh_from_db()
+    assert entrant.name.startswith(f"former-entrant-{entrant.pk}-")
+    assert not get_user_model().objects.get(pk=owner.pk).is_active
+
+
+def test_a_lookalike_in_full_width_letters_is_the_same_name(client, smtp_server, mini_benchmark, users, api_for):
+    # "ｏwner" (a full-width o) reads as "owner" on every board: Django folds such names (NFKC) for the
+    # accounts it makes; sign-up, entrants and teams did not, so anyone could pose as another entrant.
+    from leaderboard.core.services.entrants import entrant_default
+
+    entrant_default(users["owner"])  # the entrant "owner" on the boards
+    refused = _signup(client, username="\uff4fwner", email="lookalike@example.org")
+    assert refused.status_code == 400 and "already exists" in refused.content.decode()
+    team = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": "\uff4fwner"}, format="json")
+    assert team.status_code == 409 and "is taken" in team.json()["detail"]
+    made = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": "Ｔｅａｍ ９"}, format="json")
+    assert made.status_code == 201 and made.json()["name"] == "Team 9"
+    assert not get_user_model().objects.filter(username__icontains="wner").exclude(pk=users["owner"].pk).exists()
+
+
+def test_a_mail_server_that_cannot_be_reached_is_said_on_the_page_not_a_server_error(client, db, settings):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", port, 2
+    client.raise_request_exception = False
+    signed = _signup(client)
+    assert signed.status_code == 302
+    page = client.get(signed["Location"]).content.decode()
+    assert "We could not send the mail to ada@example.org just now" in page
+    assert get_user_model().objects.filter(username="ada").count() == 1
+    client.logout()
+    reset = client.post("/accounts/password/reset/", {"email": "ada@example.org"}, follow=True)
+    assert reset.status_code == 200 and "We could not send the mail to ada@example.org" in reset.content.decode()

@@ -500,3 +500,69 @@ def test_a_refused_webhook_form_keeps_what_was_typed(db, users, client):
     form = client.get("/notifications/").content.decode().split('id="webhook-form"', 1)[1]
     checked = re.findall(r'<input type="checkbox" name="events" value="([\w.]+)" checked', form)
     assert checked == ["submission.scored", "round.resolved"]
+
+
+def test_an_unpublished_benchmarks_events_reach_only_those_who_may_see_it(db, users, tmp_path, receiver,
+                                                                           allow_local, settings):
+    # An organiser prepares a benchmark hidden from participants ("published": false): a participant's
+    # webhook subscribed to every event must not learn of its slug, rounds or deadlines.
+    webhook_create(user=users["owner"], url=receiver.url.replace("/hook", "/participant"), events=list(EVENTS),
+                   secret=SECRET)
+    webhook_create(user=users["organiser"], url=receiver.url.replace("/hook", "/staff"), events=list(EVENTS),
+                   secret=SECRET)
+    bench = signals_benchmark(tmp_path, slug="hidden-sig")
+    bench.is_published = False
+    bench.save(update_fields=["is_published"])
+    round_ = round_open(benchmark=bench, data=SignalsRound(60, seed=5).universe_csv(), filename="u.csv")
+    round_close(round_=round_)
+    notifications_dispatch()
+    receiver.wait(2)
+    notifications_dispatch()
+    assert sorted((r.path, r.json["event"]) for r in receiver.requests) == [
+        ("/staff", "round.closed"), ("/staff", "round.opened")]
+    assert not WebhookDelivery.objects.filter(webhook__user=users["owner"]).exists()
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("https://exa mple.org/hook", "contains a space"),
+    ("https://example.org/hook\r\nX-Injected: 1", "control character U+000D"),
+    ("https://example.org/ho\tok", "control character U+0009"),
+])
+def test_a_webhook_url_that_can_never_be_called_as_shown_is_refused(db, users, api_for, url, says):
+    # A typo'd host or a pasted line break was registered (201) and then failed at every delivery,
+    # or was called at another URL than the one listed.
+    resp = api_for("owner").post("/api/webhooks/", {"url": url, "events": ["round.opened"]}, format="json")
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["errors"][0]["column"] == "url" and says in resp.json()["detail"]
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", "-", "99999999999999999999999"])
+def test_a_settings_form_naming_no_webhook_or_delivery_is_a_404_not_a_server_error(db, users, client, value):
+    hook = webhook_create(user=users["owner"], url="https://example.org/hook", events=["round.opened"], secret=SECRET)
+    client.force_login(users["owner"])
+    client.raise_request_exception = False
+    for action in ("remove_webhook", "enable_webhook"):
+        assert client.post("/notifications/", {"action": action, "webhook": value}).status_code == 404
+    assert client.post(f"/notifications/webhooks/{hook.pk}/", {"delivery": value}).status_code == 404
+    assert Webhook.objects.filter(pk=hook.pk).exists()
+
+
+def test_no_notification_mail_goes_to_an_address_never_verified(db, users, mini_benchmark, smtp_server):
+    # Anyone may sign up with someone else's address and join a team: the address's owner, who never
+    # opened the link, got the team's results mailed to them.
+    from allauth.account.models import EmailAddress
+
+    _team_of_two(users, mini_benchmark)
+    EmailAddress.objects.create(user=users["member"], email="member@example.org", primary=True, verified=False)
+    sub = upload_static(users["owner"], mini_benchmark)
+    notifications_dispatch()
+    (to_owner,) = smtp_server.wait_for("owner@example.org")
+    assert f"] Your submission #{sub.pk} to " in to_owner.subject
+    assert smtp_server.to("member@example.org") == []
+    assert list(MailDelivery.objects.values_list("user__username", flat=True)) == ["owner"]
+    # Once verified, the member hears of the team's next result.
+    EmailAddress.objects.filter(user=users["member"]).update(verified=True)
+    upload_static(users["owner"], mini_benchmark)
+    notifications_dispatch()
+    assert len(smtp_server.wait_for("member@example.org")) == 1

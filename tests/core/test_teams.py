@@ -3,6 +3,7 @@ Kaggle's merge rule worked by hand, and the team as the entrant on every kind's 
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -433,3 +434,24 @@ def test_a_member_naming_someone_elses_entrant_is_told_it_is_not_theirs(api_for,
     own = upload("mine").json()["detail"]  # their own: leaving the team is the way
     assert "in team Ab Initio" in own and "to upload as 'mine' leave the team first" in own
     assert not Submission.objects.filter(user=users["member"]).exists()
+
+
+def test_a_deleted_accounts_name_is_gone_from_its_teams_audit_log(api_for, users, mini_benchmark):
+    # Deleting an account promises its name is no longer shown: the team page and API showed it on,
+    # in every audit line written while it was a member ("zelda-q invited ...", "zelda-q left").
+    from django.contrib.auth import get_user_model
+
+    from leaderboard.core.services.accounts import account_delete
+
+    zelda = get_user_model().objects.create_user("zelda-q", password="pw-zelda-123")
+    team = team_create(user=zelda, benchmark=mini_benchmark, name="Survivors")
+    _join(team, users["owner"], zelda)
+    team_invite(team=team, by=zelda, username="member")
+    account_delete(user=zelda)
+    zelda.refresh_from_db()
+    shown = api_for("owner").get(f"/api/teams/{team.pk}/").json()
+    assert [(e["kind"], e["user"]) for e in shown["events"]][-1] == ("left", zelda.username)
+    assert "zelda-q" not in json.dumps(shown)
+    assert zelda.username in " ".join(e["detail"] for e in shown["events"])
+    invite = api_for("member").get("/api/invites/").json()
+    assert [i["invited_by"] for i in invite] == [zelda.username]

@@ -8,6 +8,7 @@ as verified.
 """
 from __future__ import annotations
 
+import re
 import secrets
 
 from allauth.account.models import EmailAddress
@@ -15,7 +16,16 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from leaderboard.core.boardcache import boards_changed
-from leaderboard.core.models import ApiToken, Entrant, LeaderboardRow, StandingRow, Webhook
+from leaderboard.core.models import (
+    ApiToken,
+    Entrant,
+    LeaderboardRow,
+    StandingRow,
+    TeamEvent,
+    TeamInvite,
+    Webhook,
+)
+from leaderboard.core.services.entrants import DELETED_ENTRANT_PREFIX, DELETED_USERNAME_PREFIX
 from leaderboard.core.services.teams import teams_leave_all
 
 
@@ -26,6 +36,22 @@ def upload_refusal(user) -> str | None:
         return None
     return (f"verify your email address first: open the link we mailed to {addresses[0][0]} "
             "(or send a new one from /accounts/email/). Browsing and downloads stay open meanwhile.")
+
+
+def email_address_synced(address: EmailAddress) -> None:
+    """A staff-made account's address, recorded by allauth when its owner first opens the email page,
+    resets the password or logs in: it counts as verified, as the account did before (nobody mailed a
+    link to open). Such a row is allauth's sync of ``user.email`` (neither primary nor verified, the
+    account's only one); a sign-up's or an email change's address is never that and stays unverified."""
+    if address.verified or address.primary:
+        return
+    user = address.user
+    if (user.email or "").strip().lower() != address.email.strip().lower():
+        return
+    if EmailAddress.objects.filter(user_id=user.pk).exclude(pk=address.pk).exists():
+        return
+    EmailAddress.objects.filter(pk=address.pk).update(verified=True, primary=True)
+    address.verified = address.primary = True
 
 
 def email_mark_verified(*, user, email: str) -> None:
@@ -43,18 +69,23 @@ def account_delete(*, user) -> None:
     personal goes: the username becomes ``deleted-<id>-<random>``; email addresses,
     names and the password go (which also ends every session); API tokens are deleted;
     its webhooks (with their logs) are removed; the account can no longer log in; it leaves its teams (an audit event of each) and
-    its pending invites are declined.
+    its pending invites are declined; the audit logs of the teams it was in or invited to name it by its new name.
     """
     with transaction.atomic():
         user = get_user_model().objects.select_for_update().get(pk=user.pk)
         teams_leave_all(user)
         entrants = list(Entrant.objects.filter(owner=user, team__isnull=True).values_list("pk", flat=True))
         for pk in entrants:
-            Entrant.objects.filter(pk=pk).update(name=f"former-entrant-{pk}", description="")
+            name = f"{DELETED_ENTRANT_PREFIX}{pk}"
+            if Entrant.objects.filter(name__iexact=name).exclude(pk=pk).exists():  # taken before names were kept
+                name = f"{name}-{secrets.token_hex(3)}"
+            Entrant.objects.filter(pk=pk).update(name=name, description="")
         ApiToken.objects.filter(user=user).delete()
         Webhook.objects.filter(user=user).delete()  # with their deliveries: no event goes out any more
         EmailAddress.objects.filter(user=user).delete()
-        user.username = f"deleted-{user.pk}-{secrets.token_hex(4)}"
+        old_name = user.username
+        user.username = f"{DELETED_USERNAME_PREFIX}{user.pk}-{secrets.token_hex(4)}"
+        _team_logs_renamed(user, old_name, user.username)
         user.email = user.first_name = user.last_name = ""
         user.is_active = False
         user.set_unusable_password()
@@ -63,3 +94,17 @@ def account_delete(*, user) -> None:
         shown |= set(StandingRow.objects.filter(entrant_id__in=entrants).values_list("benchmark_id", flat=True))
         for benchmark_id in sorted(shown):
             boards_changed(benchmark_id)  # the boards show the new names at once
+
+
+def _team_logs_renamed(user, old: str, new: str) -> None:
+    """Every audit line of the teams ``user`` was in, invited to or invited others to that names
+    them (``old invited bob``, ``accepted old's invite``, ``old left``) names them ``new`` instead."""
+    teams = set(TeamEvent.objects.filter(user=user).values_list("team_id", flat=True))
+    teams |= set(TeamInvite.objects.filter(user=user).values_list("team_id", flat=True))
+    teams |= set(TeamInvite.objects.filter(invited_by=user).values_list("team_id", flat=True))
+    # The name as a whole word: not inside a longer username (those are letters, digits and @.+-_).
+    pattern = re.compile(rf"(?<![\w.@+-]){re.escape(old)}(?![\w@+-])(?!\.[\w@+-])")
+    for pk, detail in TeamEvent.objects.filter(team_id__in=teams, detail__contains=old).values_list("pk", "detail"):
+        renamed = pattern.sub(new, detail)
+        if renamed != detail:
+            TeamEvent.objects.filter(pk=pk).update(detail=renamed)

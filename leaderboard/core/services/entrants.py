@@ -6,6 +6,7 @@ uploads as the team on that team's benchmark, always (``entrant_resolve``).
 """
 from __future__ import annotations
 
+import unicodedata
 from typing import cast
 
 from django.contrib.auth import get_user_model
@@ -55,13 +56,28 @@ def entrant_default(user) -> Entrant:
     raise RuntimeError(f"could not find a free entrant name for {user.username!r}")
 
 
+# A deleted account's entrants are renamed former-entrant-<id> and its username becomes deleted-<id>-<hex>
+# (services/accounts.py): names that start so are kept for them, so that no one poses as a deleted account
+# or takes, ahead of time, the name a deletion is to give (which made the deletion fail).
+DELETED_ENTRANT_PREFIX = "former-entrant-"
+DELETED_USERNAME_PREFIX = "deleted-"
+
+
+def reserved_name_problem(name: str, *, prefix: str = DELETED_ENTRANT_PREFIX) -> str | None:
+    """Why ``name`` may not be chosen (it starts as a deleted account's names do), or None."""
+    if name.strip().lower().startswith(prefix):
+        return f"names starting with {prefix!r} are kept for deleted accounts; choose another"
+    return None
+
+
 def entrant_create(*, owner, name: str, description: str = "") -> Entrant:
     """A new entrant; 400 for a bad name, 409 when the name (ignoring case) is taken.
 
     The unique index decides, so two concurrent creations of one name give one
     entrant and one 409, never an error.
     """
-    name = name.strip()
+    # Folded as Django folds usernames (NFKC): "ｂob" in full-width letters is "bob", whose name may be taken.
+    name = unicodedata.normalize("NFKC", name).strip()
     if not name:
         raise SubmissionRejected([RowError("an entrant needs a name", column="name")])
     try:
@@ -70,6 +86,9 @@ def entrant_create(*, owner, name: str, description: str = "") -> Entrant:
                    allow_newlines=True)
     except BadInput as exc:
         raise SubmissionRejected([RowError(f"the {exc.where} {exc.message}", column=exc.where)]) from None
+    reserved = reserved_name_problem(name)
+    if reserved:
+        raise SubmissionRejected([RowError(f"the name {name!r}: {reserved}", column="name")])
     taken = SubmissionRejected([RowError(f"the name {name!r} is taken", column="name")], status=409)
     if Entrant.objects.filter(name__iexact=name).exists():
         raise taken

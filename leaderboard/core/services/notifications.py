@@ -171,6 +171,9 @@ def _events_checked(events: Any) -> list[str]:
 def webhook_url_problem(url: str) -> str | None:
     """Why ``url`` cannot receive webhooks, as far as its text says (the address it resolves to
     is checked at each delivery); None when it may."""
+    control = next((ch for ch in url if ord(ch) < 32 or ord(ch) == 127), None)
+    if control is not None:  # urlsplit drops tabs and line breaks: the URL called would not be the one shown
+        return f"contains the control character U+{ord(control):04X}; remove it"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 -- raises on a bad port
@@ -178,6 +181,8 @@ def webhook_url_problem(url: str) -> str | None:
         return "not a URL"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "a webhook URL starts with https:// (or http://) and names a host"
+    if any(ch.isspace() for ch in parts.hostname):
+        return f"the host {parts.hostname!r} contains a space; no host name does"
     if parts.username or parts.password:
         return "a webhook URL carries no user name or password; use the secret to authenticate deliveries"
     return None
