@@ -115,7 +115,9 @@ def _expand_resolutions(events: list[NotificationEvent]) -> None:
 
 
 def _active_hooks() -> list[tuple[int, int, list[str]]]:
-    return list(Webhook.objects.filter(is_active=True).order_by("id").values_list("pk", "user_id", "events"))
+    # A deactivated account (staff stopped it; a deleted one has no webhooks left) hears of nothing.
+    return list(Webhook.objects.filter(is_active=True, user__is_active=True).order_by("id")
+                .values_list("pk", "user_id", "events"))
 
 
 def _mail_wanted(user_ids: set[int], kind: str) -> set[int]:
@@ -133,7 +135,7 @@ def _mail_wanted(user_ids: set[int], kind: str) -> set[int]:
         unverified = (set(EmailAddress.objects.filter(user_id__in=wanted).values_list("user_id", flat=True))
                       - set(EmailAddress.objects.filter(user_id__in=wanted, verified=True)
                             .values_list("user_id", flat=True)))
-        found.update(get_user_model().objects.filter(pk__in=[u for u in wanted if u not in unverified])
+        found.update(get_user_model().objects.filter(pk__in=[u for u in wanted if u not in unverified], is_active=True)
                      .exclude(email="").values_list("pk", flat=True))
     return found
 

@@ -523,6 +523,24 @@ def test_an_unpublished_benchmarks_events_reach_only_those_who_may_see_it(db, us
     assert not WebhookDelivery.objects.filter(webhook__user=users["owner"]).exists()
 
 
+def test_a_deactivated_account_hears_of_nothing(db, users, tmp_path, receiver, allow_local):
+    # Staff deactivate an account (is_active off, the admin's way to stop one): its webhooks, still
+    # listed, must stop firing; an active account's go on.
+    webhook_create(user=users["owner"], url=receiver.url.replace("/hook", "/stopped"), events=list(EVENTS),
+                   secret=SECRET)
+    webhook_create(user=users["organiser"], url=receiver.url.replace("/hook", "/active"), events=list(EVENTS),
+                   secret=SECRET)
+    users["owner"].is_active = False
+    users["owner"].save(update_fields=["is_active"])
+    bench = signals_benchmark(tmp_path, slug="deact-sig")
+    round_open(benchmark=bench, data=SignalsRound(60, seed=5).universe_csv(), filename="u.csv")
+    notifications_dispatch()
+    receiver.wait(1)
+    notifications_dispatch()
+    assert [(r.path, r.json["event"]) for r in receiver.requests] == [("/active", "round.opened")]
+    assert not WebhookDelivery.objects.filter(webhook__user=users["owner"]).exists()
+
+
 @pytest.mark.parametrize(("url", "says"), [
     ("https://exa mple.org/hook", "contains a space"),
     ("https://example.org/hook\r\nX-Injected: 1", "control character U+000D"),
