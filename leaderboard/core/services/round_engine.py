@@ -23,7 +23,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from scoring import csvfile
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown
 from scoring.kinds import get_kind, kind_names
 from scoring.kinds.base import STANDINGS_MIN_ROUNDS, RoundInputs, RoundResult, RoundTruth, Universe
 from scoring.metrics_uncertainty import board_seed
@@ -233,10 +233,7 @@ def round_for_upload(benchmark: Benchmark, number: int | str | None) -> Round:
     """
     open_rounds = list(rounds_open(benchmark))
     if number not in (None, ""):
-        try:
-            wanted = int(number)
-        except (TypeError, ValueError):
-            raise SubmissionRejected([RowError("round must be a round number", column="round")]) from None
+        wanted = _round_number(number)
         found = next((r for r in open_rounds if r.number == wanted), None)
         if found is not None:
             return found
@@ -252,6 +249,20 @@ def round_for_upload(benchmark: Benchmark, number: int | str | None) -> Round:
                                            column="round")])
     raise SubmissionRejected([RowError(f"no round of this benchmark is open for submissions; "
                                        f"{_next_round_text(benchmark, open_rounds)}")], status=409)
+
+
+def _round_number(value: Any) -> int:
+    """The round an upload names: a whole number, as a JSON number or as text ("2", " 2 "). Anything
+    else is refused, never rounded: ``2.5`` is no round 2, nor ``true`` round 1."""
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None:
+        raise SubmissionRejected([RowError(f"round must be a round number (a whole number such as 2); got "
+                                           f"{json_shown(value, 20)}", column="round")])
+    return number
 
 
 def _next_round_text(benchmark: Benchmark, open_rounds: list[Round], *, named: Round | None = None) -> str:
