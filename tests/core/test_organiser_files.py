@@ -104,3 +104,28 @@ def test_stakes_are_refused_for_ranking_and_portfolio_rounds_saying_why(db, tmp_
         with pytest.raises(CommandError, match=re.escape(why)):
             call_command("stakes_load", slug, str(round_.number), str(path))
     assert not Stake.objects.exists()
+
+
+def test_closing_a_round_twice_is_refused_and_changes_nothing(signals_round, api_for):
+    """A second close (the command, the staff API) answered as if it had closed the round, with a fresh
+    'N counted submissions frozen': an organiser who mistyped the round number learnt nothing. It is
+    refused (409, the command an error) saying when the round closed, and the round keeps its close
+    time and its commitment."""
+    import datetime as dt
+
+    from django.core.management import CommandError, call_command
+
+    from leaderboard.core.models import Round
+
+    bench, round_, gen = signals_round
+    closed = Round.objects.get(pk=round_.pk)
+    assert closed.status == "closed" and closed.commitment
+    at = f"{closed.closes_at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    with pytest.raises(CommandError, match=f"round 1 is already closed: it closed at {at}"):
+        call_command("round_close", bench.slug, "1")
+    resp = api_for("organiser").post(f"/api/benchmarks/{bench.slug}/rounds/1/close/")
+    assert resp.status_code == 409
+    assert resp.json()["errors"][0]["message"].startswith(f"round 1 is already closed: it closed at {at}")
+    after = Round.objects.get(pk=round_.pk)
+    assert (after.status, after.closes_at, after.commitment, after.status_changed_at) == (
+        "closed", closed.closes_at, closed.commitment, closed.status_changed_at)

@@ -140,8 +140,17 @@ def round_close(*, round_: Round) -> Round:
     and its audit hash listed publicly. Uploads in flight finish first (they hold the round's
     row in share mode; closing takes it for update). Closed before its ``closes_at``, the
     round's ``closes_at`` becomes the moment it closed. Once committed, the kind's truth-free
-    metrics are computed in the background (``round_truth_free_score``)."""
+    metrics are computed in the background (``round_truth_free_score``).
+
+    A round that is not open is refused (409) saying when it closed, and nothing changes: a
+    second close (a mistyped round number, a script run twice) must not read as a success."""
     with transaction.atomic():
+        locked = Round.objects.select_for_update(of=("self",)).get(pk=round_.pk)
+        if locked.status != Round.Status.OPEN:
+            at = locked.closes_at or locked.status_changed_at
+            raise SubmissionRejected([RowError(
+                f"round {locked.number} is already {locked.status}: it closed at "
+                f"{at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC; nothing changed")], status=409)
         round_ = round_set_status(round_=round_, status=Round.Status.CLOSED)
         now = timezone.now()
         if round_.closes_at is None or round_.closes_at > now:
