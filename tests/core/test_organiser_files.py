@@ -129,3 +129,28 @@ def test_closing_a_round_twice_is_refused_and_changes_nothing(signals_round, api
     after = Round.objects.get(pk=round_.pk)
     assert (after.status, after.closes_at, after.commitment, after.status_changed_at) == (
         "closed", closed.closes_at, closed.commitment, closed.status_changed_at)
+
+
+def test_truth_is_refused_when_the_round_reopened_while_its_file_was_read(signals_round, monkeypatch):
+    """truth_load checked that the round was closed before reading the file, not when storing it: a
+    round reopened meanwhile (the admin's Reopen, allowed while it has no truth) got a truth version
+    while open, and its board showed the outcomes to uploads still being taken."""
+    from leaderboard.core.models import Round, TruthVersion
+    from leaderboard.core.services.rounds import round_set_status
+
+    bench, round_, gen = signals_round
+    kind = type(bench.kind_impl)
+    parse = kind.parse_truth
+
+    def reopened_meanwhile(self, *args, **kwargs):
+        out = parse(self, *args, **kwargs)
+        round_set_status(round_=round_, status=Round.Status.OPEN)
+        return out
+
+    monkeypatch.setattr(kind, "parse_truth", reopened_meanwhile)
+    with pytest.raises(SubmissionRejected) as caught:
+        round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1.0, 3)), filename="t.csv", final=True)
+    assert caught.value.status == 409
+    assert "round 1 is open" in caught.value.errors[0].message
+    assert not TruthVersion.objects.filter(round=round_).exists()
+    assert Round.objects.get(pk=round_.pk).status == "open"

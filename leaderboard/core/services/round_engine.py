@@ -385,6 +385,9 @@ def round_truth_load(*, round_: Round, data: bytes, filename: str, final: bool, 
         raise _rejected(exc) from None
     with transaction.atomic():
         round_ = Round.objects.select_for_update().get(pk=round_.pk)
+        if round_.status == Round.Status.OPEN:  # reopened while the file was read: its uploads must not see it
+            raise SubmissionRejected([RowError(f"round {round_.number} is open again (it was reopened while the "
+                                               "truth file was read); close it before loading truth")], status=409)
         versions = TruthVersion.objects.filter(round=round_)
         if not final and versions.filter(is_final=True).exists():
             raise SubmissionRejected([RowError(f"round {round_.number} has its final truth already; a correction "
