@@ -205,6 +205,12 @@ def verify_record(data: bytes | str | Any, *, commitment_published: str | None =
                 continue
             files[name] = content
             check.checked_files += 1
+        # Every truth version is in the record (interim ones too), not only the one the board was scored with.
+        for v in manifest.get("truth_versions", []):
+            if isinstance(v, dict) and v.get("file") not in listed:
+                check.add(f"truth version {v.get('version')} ({'final' if v.get('final') else 'interim'}) is listed "
+                          f"in the manifest but its file {v.get('file')} is not in the record, which holds every "
+                          "truth version")
 
     version = manifest.get("scoring_version")
     if version != scoring.__version__:

@@ -7,6 +7,9 @@ from django.core import validators
 class SubmitForm(forms.Form):
     file = forms.FileField(help_text="The submission file.")
     entrant = forms.ChoiceField(required=False)
+    # A round benchmark with several rounds open (a weekly and a monthly portfolio round): the round's
+    # number, as the API's ``round`` field. Checked by the upload service, which words a refusal.
+    round = forms.CharField(required=False, max_length=20)
     note = forms.CharField(required=False, label="Note (only you see it)", widget=forms.Textarea(attrs={"rows": 2}))
 
     def __init__(self, *args, entrants=(), note_max_chars: int, **kwargs):

@@ -357,7 +357,8 @@ def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
     request.personal_splice = Splice(
         benchmark_id=b.pk, slug=b.slug, daily_limit=b.daily_limit, private_revealed=b.private_revealed, find=find,
         board_count=board.count, owners=tuple(board.rows), submit_template="core/_round_submit_box.html",
-        submit={"open_round": open_rounds[0].number if open_rounds else None})
+        submit={"open_round": open_rounds[0].number if open_rounds else None,
+                "open_rounds_text": _rounds_text(open_rounds)})
     return render(request, "core/round_benchmark_detail.html", {
         "current": current, "universe": universe_link(kind, current) if current else None,
         "benchmark": b, "kind": kind, "track": track,
@@ -367,8 +368,17 @@ def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
         "find_me": find_me(find, b, mine),
         "note": kind.leaderboard_note(b.config),
         "rounds": rounds, "open_rounds": open_rounds, "open_round": open_rounds[0].number if open_rounds else None,
+        "open_rounds_text": _rounds_text(open_rounds),
         "remaining_today": quota_remaining(user=request.user, benchmark=b) if request.user.is_authenticated else None,
     })
+
+
+def _rounds_text(rounds) -> str:
+    """"round 3", "round 3 or 4", "round 3, 4 or 5": what the submit button offers."""
+    numbers = [str(n) for n in sorted(r.number for r in rounds)]
+    if len(numbers) < 2:
+        return f"round {numbers[0]}" if numbers else ""
+    return f"round {', '.join(numbers[:-1])} or {numbers[-1]}"
 
 
 def round_detail(request, slug, number):
@@ -537,6 +547,8 @@ def submit(request, slug):
     entrants = ([] if team else
                 list(Entrant.objects.filter(owner=request.user, team__isnull=True).order_by("created_at", "id")))
     form = SubmitForm(request.POST or None, request.FILES or None, entrants=entrants, note_max_chars=NOTE_MAX_CHARS)
+    open_rounds = ([r for r in selectors.rounds_open(b) if round_takes_submissions(r)]
+                   if b.kind_impl.is_round_kind else [])
     errors, status, retry_after, limit, closed = [], 200, None, None, submissions_refusal(b)
     late = None
     if closed and late_round(b) is not None:  # past the deadline, still scored: marked late, never ranked
@@ -552,6 +564,7 @@ def submit(request, slug):
             source = predictions_source(benchmark=b, upload=upload)
             accepted = submission_create(user=request.user, benchmark=b, **source.as_kwargs(),
                                          entrant=form.cleaned_data.get("entrant") or None,
+                                         round_number=form.cleaned_data.get("round") or None,
                                          note=form.cleaned_data.get("note", ""))
         except SubmissionRejected as exc:
             status = exc.status
@@ -590,6 +603,10 @@ def submit(request, slug):
         # A round upload waits for its round's truth: the button says only what it does now.
         "scored_on_upload": not b.kind_impl.is_round_kind,
         "current": selectors.current_round(b) if b.kind_impl.is_round_kind else None,
+        # Several rounds taking uploads (a weekly and a monthly one): the form names one, as the API's
+        # ``round`` field; the round asked for (?round=N, the round page's button) is chosen.
+        "open_rounds": open_rounds,
+        "chosen_round": (form.data.get("round") if form.is_bound else request.GET.get("round", "")) or "",
     }, status=status)
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)

@@ -387,6 +387,8 @@ class SignalsKind(RoundKind):
             extra_target = pd.Series(truth.values[:, j], index=ids).dropna()
             if len(extra_target):
                 extra_scores[f"corr_{col}"] = score_signals_round(matrix, extra_target, metrics=("corr",)).scores["corr"]
+            else:  # null in every row (below); docs/organisers.md promises the notes say why
+                notes.append(f"The truth has no {col} value for any id: corr_{col} is not available.")
         matrix.owned = True
         known = inputs.truth_free or {}
         given = {name: np.asarray(known[name], dtype=np.float64) for name in self.truth_free_metrics

@@ -170,3 +170,32 @@ def test_bad_input_numbers_are_not_formulas_in_ids(tmp_path, db, api_for):
     resp = api_for("organiser").post(f"/api/benchmarks/{signals.slug}/rounds/", {
         "universe": SimpleUploadedFile("u.csv", b"id\n-5\n+7\n12\n")}, format="multipart")
     assert resp.status_code == 201, resp.json()
+
+
+@pytest.mark.parametrize("value, spelled", [("2.5", "2.5"), ("true", "true"), ("1.0e0", "1.0"), ('"2.5"', '"2.5"')])
+def test_bad_input_a_round_that_is_no_whole_number_is_refused_not_rounded(tmp_path, db, api_for, value, spelled):
+    """``"round": 2.5`` was truncated to round 2 and the upload counted there, ``"round": true`` read as
+    round 1: a typo went to a round the participant never named."""
+    import json
+
+    from leaderboard.core.models import Submission
+    from leaderboard.core.services.round_engine import round_open
+    from tests.support.portfolio import portfolio, portfolio_benchmark, universe_csv
+
+    bench = portfolio_benchmark(tmp_path)
+    for track in ("weekly", "monthly"):
+        round_open(benchmark=bench, data=universe_csv({"ALPHA": 10.0, "SP500": 5000.0}), filename="u.csv",
+                   track=track)
+    body = json.dumps({"predictions": portfolio({"ALPHA": 100})})[:-1] + f', "round": {value}}}'
+    resp = api_for("owner").post(f"/api/benchmarks/{bench.slug}/submissions/", data=body,
+                                 content_type="application/json")
+    assert resp.status_code == 400, resp.json()
+    assert resp.json()["errors"] == [{"row": None, "column": "round", "message": (
+        f"round must be a round number (a whole number such as 2); got {spelled}")}]
+    assert not Submission.objects.exists()
+    # A whole number, as a JSON number or as text, names its round.
+    for good, number in (("2", 2), ('"1"', 1)):
+        body = json.dumps({"predictions": portfolio({"ALPHA": 100})})[:-1] + f', "round": {good}}}'
+        resp = api_for("owner").post(f"/api/benchmarks/{bench.slug}/submissions/", data=body,
+                                     content_type="application/json")
+        assert resp.status_code == 202 and resp.json()["round"] == number

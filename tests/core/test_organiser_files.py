@@ -104,3 +104,53 @@ def test_stakes_are_refused_for_ranking_and_portfolio_rounds_saying_why(db, tmp_
         with pytest.raises(CommandError, match=re.escape(why)):
             call_command("stakes_load", slug, str(round_.number), str(path))
     assert not Stake.objects.exists()
+
+
+def test_closing_a_round_twice_is_refused_and_changes_nothing(signals_round, api_for):
+    """A second close (the command, the staff API) answered as if it had closed the round, with a fresh
+    'N counted submissions frozen': an organiser who mistyped the round number learnt nothing. It is
+    refused (409, the command an error) saying when the round closed, and the round keeps its close
+    time and its commitment."""
+    import datetime as dt
+
+    from django.core.management import CommandError, call_command
+
+    from leaderboard.core.models import Round
+
+    bench, round_, gen = signals_round
+    closed = Round.objects.get(pk=round_.pk)
+    assert closed.status == "closed" and closed.commitment
+    at = f"{closed.closes_at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    with pytest.raises(CommandError, match=f"round 1 is already closed: it closed at {at}"):
+        call_command("round_close", bench.slug, "1")
+    resp = api_for("organiser").post(f"/api/benchmarks/{bench.slug}/rounds/1/close/")
+    assert resp.status_code == 409
+    assert resp.json()["errors"][0]["message"].startswith(f"round 1 is already closed: it closed at {at}")
+    after = Round.objects.get(pk=round_.pk)
+    assert (after.status, after.closes_at, after.commitment, after.status_changed_at) == (
+        "closed", closed.closes_at, closed.commitment, closed.status_changed_at)
+
+
+def test_truth_is_refused_when_the_round_reopened_while_its_file_was_read(signals_round, monkeypatch):
+    """truth_load checked that the round was closed before reading the file, not when storing it: a
+    round reopened meanwhile (the admin's Reopen, allowed while it has no truth) got a truth version
+    while open, and its board showed the outcomes to uploads still being taken."""
+    from leaderboard.core.models import Round, TruthVersion
+    from leaderboard.core.services.rounds import round_set_status
+
+    bench, round_, gen = signals_round
+    kind = type(bench.kind_impl)
+    parse = kind.parse_truth
+
+    def reopened_meanwhile(self, *args, **kwargs):
+        out = parse(self, *args, **kwargs)
+        round_set_status(round_=round_, status=Round.Status.OPEN)
+        return out
+
+    monkeypatch.setattr(kind, "parse_truth", reopened_meanwhile)
+    with pytest.raises(SubmissionRejected) as caught:
+        round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1.0, 3)), filename="t.csv", final=True)
+    assert caught.value.status == 409
+    assert "round 1 is open" in caught.value.errors[0].message
+    assert not TruthVersion.objects.filter(round=round_).exists()
+    assert Round.objects.get(pk=round_.pk).status == "open"

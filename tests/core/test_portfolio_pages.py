@@ -263,3 +263,42 @@ def test_a_page_asked_for_a_track_the_benchmark_lacks_says_so(bench, client, tmp
     signals = signals_benchmark(tmp_path, slug="no-tracks")
     resp = client.get(f"/b/{signals.slug}/?track=weekly")
     assert resp.status_code == 400 and "this benchmark has no tracks" in resp.content.decode()
+
+
+def test_the_upload_page_lets_a_browser_choose_between_the_weekly_and_the_monthly_round(bench, users, client):
+    """CapitalBench opens a weekly and a monthly round on the same day: both are open at once. The
+    browser form must name the round as the API's ``round`` field does, or no browser upload is
+    possible while both are open (the service refuses an upload naming none)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from leaderboard.core.models import Submission
+
+    round_open(benchmark=bench, data=universe_csv(START), filename="w.csv", track="weekly")
+    round_open(benchmark=bench, data=universe_csv({**START, "CHARLIE": 9.0}), filename="m.csv", track="monthly")
+    client.force_login(users["owner"])
+
+    # The round page's Submit button names its round; the upload form offers both, that one chosen.
+    round_page = client.get(f"/b/{bench.slug}/rounds/2/").content.decode()
+    assert f'href="/b/{bench.slug}/submit/?round=2"' in round_page
+    form = client.get(f"/b/{bench.slug}/submit/?round=2").content.decode()
+    assert 'name="round"' in form
+    assert '<option value="1">Round 1 (weekly)' in form and '<option value="2" selected>Round 2 (monthly)' in form
+    benchmark_page = client.get(f"/b/{bench.slug}/").content.decode()
+    assert "Submit to round 1 or 2" in benchmark_page
+
+    def upload(**fields):
+        return client.post(f"/b/{bench.slug}/submit/", {
+            "file": SimpleUploadedFile("p.json", portfolio_json({"CHARLIE": 60, "CASH": 40})), **fields})
+
+    resp = upload(round="2")
+    assert resp.status_code == 302
+    sub = Submission.objects.get(user=users["owner"])
+    assert (sub.round.number, sub.round.track, sub.is_counted) == (2, "monthly", True)
+    # CHARLIE is not in the weekly round's universe: naming round 1 is checked against its own options.
+    resp = upload(round="1")
+    assert resp.status_code == 400 and "unknown option" in resp.content.decode()
+    # Naming none while both are open: refused, and the page offers the choice it asks for.
+    resp = upload()
+    assert resp.status_code == 400
+    assert "several rounds are open" in resp.content.decode() and 'name="round"' in resp.content.decode()
+    assert Submission.objects.filter(user=users["owner"]).count() == 1

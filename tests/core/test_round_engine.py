@@ -332,6 +332,27 @@ def test_extra_target_scores_when_the_main_target_leaves_ids_out(tmp_path, users
             ref.numerai_corr(one, pd.Series(t60, index=gen.ids, name="t")).iloc[0], abs=1e-12)
     assert got["mmc"] is not None and got["fnc"] is not None
 
+def test_an_extra_target_with_no_value_says_why_its_correlation_is_null(tmp_path, users, client):
+    """organisers.md: a metric the round cannot give is null, "the round's notes say why". The notes
+    named BMC and FNC but said nothing of corr_target_60 when the truth's target_60 column was empty."""
+    from rest_framework.test import APIClient
+
+    bench = signals_benchmark(tmp_path, slug="sig60c", config={"extra_targets": ["target_60"]})
+    gen = SignalsRound(40, seed=15)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    upload(users["owner"], bench, gen.submission_csv(gen.predictions(0.7, 5)))
+    round_close(round_=round_)
+    truth = "id,target,target_60\n" + "".join(f"{c},{float(t)!r},\n" for c, t in zip(gen.ids, gen.target(1.0, 7)))
+    round_truth_load(round_=round_, data=truth.encode(), filename="t.csv", final=True)
+    score_latest(round_)
+    answer = APIClient().get(f"/api/benchmarks/{bench.slug}/rounds/1/").json()
+    row = APIClient().get(f"/api/benchmarks/{bench.slug}/rounds/1/leaderboard/").json()["rows"][0]
+    assert row["metrics"]["corr_target_60"] is None and row["metrics"]["corr"] is not None
+    why = "The truth has no target_60 value for any id: corr_target_60 is not available."
+    assert why in answer["notes"]
+    assert why in client.get(f"/b/{bench.slug}/rounds/1/").content.decode()
+
+
 def test_closing_computes_the_pairwise_metrics_once_and_every_version_reads_them(
         bench, users, django_capture_on_commit_callbacks):
     """MCWNM and APCWNM depend on the counted submissions alone: the close computes them (a task on

@@ -600,3 +600,25 @@ def test_an_entrant_left_out_of_a_rounds_record_is_reported(db, tmp_path, users,
     files["board.json"] = json.dumps({**board, "rows": twice}).encode()
     manifest["files"]["board.json"] = hashlib.sha256(files["board.json"]).hexdigest()
     assert "board: owner has 2 rows (one at most)" in verify_record(_rezipped(files, manifest)).problems
+
+
+def test_a_truth_version_left_out_of_a_rounds_record_is_reported(db, tmp_path, users, client):
+    """The record holds every truth version, interim ones included (docs/api.md). A record whose
+    interim truth file was taken out (with its hash, the manifest still listing the version) was
+    said to reproduce: only the version the board was scored with was read."""
+    from leaderboard.core.services.round_engine import round_version_score
+
+    slug, n = resolve_signals(tmp_path, users)
+    round_ = Round.objects.get(benchmark__slug=slug, number=n)
+    for version in (1, 2):
+        round_version_score(round_id=round_.pk, version=version)
+    with zipfile.ZipFile(io.BytesIO(record_of(client, slug, n))) as src:
+        files = {name: src.read(name) for name in src.namelist()}
+    manifest = json.loads(files["manifest.json"])
+    assert verify_record(_rezipped(files, manifest)).ok
+    interim = next(v for v in manifest["truth_versions"] if not v["final"])
+    assert interim["file"] == "truth/v1.csv"
+    without = {**manifest, "files": {k: v for k, v in manifest["files"].items() if k != interim["file"]}}
+    check = verify_record(_rezipped({k: v for k, v in files.items() if k != interim["file"]}, without))
+    assert check.problems == ["truth version 1 (interim) is listed in the manifest but its file truth/v1.csv is not "
+                              "in the record, which holds every truth version"]

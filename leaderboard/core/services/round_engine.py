@@ -23,7 +23,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from scoring import csvfile
-from scoring.errors import ErrorList, RowError, ValidationFailed
+from scoring.errors import ErrorList, RowError, ValidationFailed, json_shown
 from scoring.kinds import get_kind, kind_names
 from scoring.kinds.base import STANDINGS_MIN_ROUNDS, RoundInputs, RoundResult, RoundTruth, Universe
 from scoring.metrics_uncertainty import board_seed
@@ -140,8 +140,17 @@ def round_close(*, round_: Round) -> Round:
     and its audit hash listed publicly. Uploads in flight finish first (they hold the round's
     row in share mode; closing takes it for update). Closed before its ``closes_at``, the
     round's ``closes_at`` becomes the moment it closed. Once committed, the kind's truth-free
-    metrics are computed in the background (``round_truth_free_score``)."""
+    metrics are computed in the background (``round_truth_free_score``).
+
+    A round that is not open is refused (409) saying when it closed, and nothing changes: a
+    second close (a mistyped round number, a script run twice) must not read as a success."""
     with transaction.atomic():
+        locked = Round.objects.select_for_update(of=("self",)).get(pk=round_.pk)
+        if locked.status != Round.Status.OPEN:
+            at = locked.closes_at or locked.status_changed_at
+            raise SubmissionRejected([RowError(
+                f"round {locked.number} is already {locked.status}: it closed at "
+                f"{at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC; nothing changed")], status=409)
         round_ = round_set_status(round_=round_, status=Round.Status.CLOSED)
         now = timezone.now()
         if round_.closes_at is None or round_.closes_at > now:
@@ -233,10 +242,7 @@ def round_for_upload(benchmark: Benchmark, number: int | str | None) -> Round:
     """
     open_rounds = list(rounds_open(benchmark))
     if number not in (None, ""):
-        try:
-            wanted = int(number)
-        except (TypeError, ValueError):
-            raise SubmissionRejected([RowError("round must be a round number", column="round")]) from None
+        wanted = _round_number(number)
         found = next((r for r in open_rounds if r.number == wanted), None)
         if found is not None:
             return found
@@ -252,6 +258,20 @@ def round_for_upload(benchmark: Benchmark, number: int | str | None) -> Round:
                                            column="round")])
     raise SubmissionRejected([RowError(f"no round of this benchmark is open for submissions; "
                                        f"{_next_round_text(benchmark, open_rounds)}")], status=409)
+
+
+def _round_number(value: Any) -> int:
+    """The round an upload names: a whole number, as a JSON number or as text ("2", " 2 "). Anything
+    else is refused, never rounded: ``2.5`` is no round 2, nor ``true`` round 1."""
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None:
+        raise SubmissionRejected([RowError(f"round must be a round number (a whole number such as 2); got "
+                                           f"{json_shown(value, 20)}", column="round")])
+    return number
 
 
 def _next_round_text(benchmark: Benchmark, open_rounds: list[Round], *, named: Round | None = None) -> str:
@@ -365,6 +385,9 @@ def round_truth_load(*, round_: Round, data: bytes, filename: str, final: bool, 
         raise _rejected(exc) from None
     with transaction.atomic():
         round_ = Round.objects.select_for_update().get(pk=round_.pk)
+        if round_.status == Round.Status.OPEN:  # reopened while the file was read: its uploads must not see it
+            raise SubmissionRejected([RowError(f"round {round_.number} is open again (it was reopened while the "
+                                               "truth file was read); close it before loading truth")], status=409)
         versions = TruthVersion.objects.filter(round=round_)
         if not final and versions.filter(is_final=True).exists():
             raise SubmissionRejected([RowError(f"round {round_.number} has its final truth already; a correction "
