@@ -181,3 +181,28 @@ def test_truth_interim_flag_that_is_not_a_boolean_is_refused_not_taken_as_final(
     resp = staff.post(f"{URL}/rounds/1/truth/", {"file": file(gen.truth_csv(gen.target(1, 3))), "interim": "n"},
                       format="multipart")
     assert resp.status_code == 202 and resp.json()["interim"] is False
+
+
+def test_an_upload_named_for_a_closed_round_says_when_it_closed_once_and_what_is_open(bench, api_for):
+    gen = SignalsRound(60, seed=3)
+    staff, owner = api_for("organiser"), api_for("owner")
+    for closes in ("2099-01-01T00:00:00Z", "2099-02-01T00:00:00Z"):
+        assert staff.post(f"{URL}/rounds/", {"universe": file(gen.universe_csv()), "closes_at": closes},
+                          format="multipart").status_code == 201
+    assert staff.post(f"{URL}/rounds/1/close/").status_code == 200
+    resp = owner.post(f"{URL}/submissions/", {"file": file(gen.submission_csv(gen.predictions(0.5, 1))),
+                                              "round": "1"}, format="multipart")
+    assert resp.status_code == 409
+    (error,) = resp.json()["errors"]
+    assert error["column"] == "round"
+    assert error["message"].startswith("round 1 is not open for submissions (it closed at ")
+    assert error["message"].count("round 1") == 1 and error["message"].endswith("open now: round 2")
+
+
+def test_a_static_benchmark_has_no_rounds_said_with_its_article(db, mini_benchmark, client):
+    # "mini is a properties benchmark", and an impact one "an impact benchmark" (not "a impact").
+    from leaderboard.core.services.round_engine import with_article
+
+    assert (with_article("impact"), with_article("properties")) == ("an impact", "a properties")
+    resp = client.get(f"/api/benchmarks/{mini_benchmark.slug}/rounds/")
+    assert resp.status_code == 404 and "is a properties benchmark: it has no rounds" in resp.json()["detail"]

@@ -31,13 +31,13 @@ from leaderboard.core.inputs import aware_datetime_from_text, date_from_text
 from leaderboard.core.models import Round
 from leaderboard.core.records import record_filename, record_pending, record_refusal, record_stream
 from leaderboard.core.services.answers import SubmissionRejected
-from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load
+from leaderboard.core.services.round_engine import round_close, round_open, round_truth_load, stakes_load, with_article
 
 
 def _round_kind_benchmark(request, slug):
     b = selectors.benchmark_for(request.user, slug)
     if not b.kind_impl.is_round_kind:
-        raise Http404(f"{b.slug} is a {b.kind} benchmark: it has no rounds")
+        raise Http404(f"{b.slug} is {with_article(b.kind)} benchmark: it has no rounds")
     return b
 
 
@@ -305,7 +305,7 @@ class ComparisonSets(APIView):
         b = _round_kind_benchmark(request, slug)
         kind = b.kind_impl
         if not kind.has_comparison_sets:
-            raise Http404(f"{b.slug} is a {b.kind} benchmark: it has no comparison sets")
+            raise Http404(f"{b.slug} is {with_article(b.kind)} benchmark: it has no comparison sets")
         track = request.query_params.get("track") or kind.tracks[0]
         if track not in kind.tracks:
             return error_response([RowError(f"unknown track {track!r}; one of {', '.join(kind.tracks)}",

@@ -82,11 +82,16 @@ def _rejected(exc: ValidationFailed) -> SubmissionRejected:
     return SubmissionRejected(exc.errors, status=413 if exc.too_large else 400)
 
 
+def with_article(word: str) -> str:
+    """``word`` with its indefinite article: "an impact", "a signals"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def _round_kind(benchmark: Benchmark):
     kind = benchmark.kind_impl
     if not kind.is_round_kind:
         raise SubmissionRejected([RowError(
-            f"{benchmark.slug} is a {benchmark.kind} benchmark, which has no rounds to open; its cases come "
+            f"{benchmark.slug} is {with_article(benchmark.kind)} benchmark, which has no rounds; its cases come "
             "from its bundle (load_benchmark)")], status=409)
     return kind
 
@@ -246,9 +251,13 @@ def round_for_upload(benchmark: Benchmark, number: int | str | None) -> Round:
         found = next((r for r in open_rounds if r.number == wanted), None)
         if found is not None:
             return found
-        if not Round.objects.filter(benchmark=benchmark, number=wanted).exists():
+        named = Round.objects.filter(benchmark=benchmark, number=wanted).first()
+        if named is None:
             raise SubmissionRejected([RowError(f"this benchmark has no round {wanted}", column="round")], status=404)
-        raise SubmissionRejected([RowError(f"round {wanted} is not open for submissions; {_next_round_text(benchmark, open_rounds)}",
+        closed = f" (it closed at {named.closes_at:%Y-%m-%d %H:%M} UTC)" if named.status != Round.Status.OPEN \
+            and named.closes_at else ""
+        raise SubmissionRejected([RowError(f"round {wanted} is not open for submissions{closed}; "
+                                           f"{_next_round_text(benchmark, open_rounds, named=named)}",
                                            column="round")], status=409)
     if len(open_rounds) == 1:
         return open_rounds[0]
