@@ -148,6 +148,16 @@ def test_lb_rejected_file_exits_3_with_every_row_and_column(fake, lb, prediction
                                 "  id 'ab09' is missing"]
 
 
+def test_lb_submit_with_several_rounds_open_says_which_option_names_one(fake, lb, predictions):
+    # The server's words name its form field ('round'); the user of lb needs the option that sets it.
+    message = "several rounds are open (2 (weekly), 3 (monthly)); name one in the field 'round'"
+    fake.add("POST", f"/api/benchmarks/{SLUG}/submissions/",
+             Reply(400, {"detail": message, "errors": [{"row": None, "column": "round", "message": message}]}))
+    code, _, err = lb("submit", SLUG, str(predictions))
+    assert code == cli.EXIT_REJECTED
+    assert err.splitlines()[-1] == "lb: name the round with --round N"
+
+
 def test_lb_daily_limit_exits_4_with_the_reset_time(fake, lb, predictions):
     message = "Daily limit reached: 5 accepted submissions per UTC day on this benchmark."
     fake.add("POST", f"/api/benchmarks/{SLUG}/submissions/",

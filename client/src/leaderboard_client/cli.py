@@ -730,6 +730,8 @@ def _report(exc: LeaderboardError) -> int:
         if len(exc.errors) > 1 or (exc.errors and str(exc.errors[0]) != exc.detail):
             for item in exc.errors:
                 print(f"  {item}", file=sys.stderr)
+        if any(item.column == "round" for item in exc.errors):  # the server's field is this command's option
+            _err("name the round with --round N")
         if isinstance(exc, InvalidRequest):
             return EXIT_REJECTED
         if isinstance(exc, (NotFound, Conflict)):
