@@ -250,6 +250,12 @@ class BoardPage:
         return self.page + 1 if self.page * self.page_size < self.count else None
 
     @property
+    def past_end(self) -> bool:
+        """A page after the last of a board that has rows (an old link, a typed number): its table is
+        empty, but the board is not."""
+        return self.count > 0 and self.page > self.pages
+
+    @property
     def previous_page(self) -> int | None:
         return self.page - 1 if self.page > 1 else None
 

@@ -249,7 +249,8 @@ def benchmark_detail(request, slug):
     mine = selectors.viewer_entrant_ids(request.user)
     board_html = mark_safe(cached_read(b.pk, ("board-html", *where, _ranks_owned(board, mine)),
                                        lambda: render_to_string("core/leaderboard_table.html", {
-                                           "rows": fetch().rows, "columns": columns, "mine": mine,
+                                           "rows": fetch().rows, "past_end": fetch().past_end,
+                                           "columns": columns, "mine": mine,
                                            "intervals": kind.metric_intervals,
                                            "cells": presentation.board_cells(fetch().rows, columns,
                                                                              kind.metric_intervals),
@@ -345,6 +346,7 @@ def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
     board_html = mark_safe(cached_read(b.pk, ("standings-html", *where, _ranks_owned(board, mine)),
                                        lambda: render_to_string("core/round_board_table.html", {
                                            "rows": presentation.board_cells(fetch().rows, columns),
+                                           "past_end": fetch().past_end,
                                            "columns": columns, "standings": True, "mine": mine,
                                            "unranked": kind.has_comparison_sets,
                                            "empty": "No round is resolved yet: the standings appear once the "
