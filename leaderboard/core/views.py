@@ -28,7 +28,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.decorators import method_decorator
 from django.utils.safestring import mark_safe
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import delivery, presentation, selectors
@@ -599,10 +599,14 @@ def submit(request, slug):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def verify_page(request, slug):
-    """The dry run in the browser: metrics and per-case results of an upload, nothing saved or counted."""
+    """The dry run in the browser: metrics and per-case results of an upload, nothing saved or counted.
+    A GET (the address typed or reopened, or the login a lapsed session went through) goes to the
+    submit page, whose form posts here."""
     b = _benchmark(request, slug)
+    if request.method != "POST":
+        return redirect("submit", slug=b.slug)
     kind = b.kind_impl
     upload = request.FILES.get("file")
     errors, result, status = [], None, 200
@@ -728,10 +732,12 @@ def round_submission_detail(request, sub: Submission):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def submission_select_view(request, pk):
     sub = get_object_or_404(Submission.objects.of_participant(request.user)
                             .select_related("benchmark", "entrant", "round"), pk=pk)
+    if request.method != "POST":  # as verify_page: back to the page whose button posts here
+        return redirect("submission_detail", pk=sub.pk)
     try:
         submission_select(submission=sub, user=request.user)
         messages.success(request, f"Submission #{sub.pk} is now {sub.entrant.name}'s final choice.")
@@ -881,12 +887,15 @@ def team_page(request, slug):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def invite_answer(request, pk):
-    """Accept or decline an invite (``action``), then back to the team page of its benchmark."""
+    """Accept or decline an invite (``action``), then back to the team page of its benchmark (at
+    once for a GET, as verify_page)."""
     invite = get_object_or_404(TeamInvite.objects.select_related("team__entrant", "team__benchmark"),
                                pk=pk, user=request.user)
     back = reverse("team_page", args=[invite.team.benchmark.slug])
+    if request.method != "POST":
+        return redirect(back)
     name = invite.team.entrant.name
     if request.POST.get("action") == "accept":
         return _answer(request, back, lambda: invite_accept(invite_id=invite.pk, user=request.user),
