@@ -16,7 +16,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model, logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, LogoutView
 from django.contrib.messages.storage import default_storage
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseServerError, JsonResponse
@@ -773,6 +773,19 @@ class ThrottledSignupView(SignupView):
         response = super().form_invalid(form)
         response.status_code = 400
         return response
+
+
+class LogoutPage(LogoutView):
+    """Log out (POST, the navigation's button). Django's view answers a GET, an address typed or a link
+    followed, with a blank 405; here it is a page with the button (logging out on a GET would let any
+    site log a visitor out), or, for a visitor not logged in, the home page."""
+
+    http_method_names = ["get", "post", "options"]
+
+    def get(self, request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect(settings.LOGOUT_REDIRECT_URL)
+        return render(request, "account/logout.html")
 
 
 @method_decorator(require_http_methods(["GET", "POST"]), name="dispatch")
