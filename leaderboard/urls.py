@@ -1,5 +1,4 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -27,7 +26,7 @@ urlpatterns = [
     # (email verification, password reset and change, email change).
     path("accounts/signup/", views.ThrottledSignupView.as_view(), name="signup"),
     path("accounts/login/", views.ThrottledLoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", views.LogoutPage.as_view(), name="logout"),
     path("accounts/profile/", views.profile, name="profile"),
     path("notifications/", views.notification_settings, name="notification_settings"),
     path("notifications/webhooks/<int:pk>/", views.webhook_deliveries, name="webhook_deliveries"),

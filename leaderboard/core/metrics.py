@@ -120,13 +120,23 @@ def metrics_exposition(accept: str = "") -> tuple[bytes, str]:
     return encode(registry), content_type
 
 
+# /healthz, /readyz and /metrics (leaderboard/core/probes.py): machines' questions about the site, not
+# answers to its users. Left out of the HTTP series: an unready /readyz is a 503 every few seconds for as
+# long as a worker is down, which would page LeaderboardServerErrors (pointing at django.request lines
+# that do not exist: that 503 is not logged) beside LeaderboardNoWorker, which says what is wrong.
+PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
 class HttpMetricsMiddleware:
-    """Counts every answer by status class and times it (outermost but for the request id)."""
+    """Counts every answer by status class and times it (outermost but for the request id); the probes
+    (``PROBE_PATHS``) are not counted."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        if (request.path_info.rstrip("/") or "/") in PROBE_PATHS:
+            return self.get_response(request)
         started = time.perf_counter()
         response = self.get_response(request)
         http_observe(response.status_code, time.perf_counter() - started)

@@ -76,6 +76,7 @@ def metrics(request) -> HttpResponse:
     return response
 
 
+# The HTTP series leave out exactly these (leaderboard.core.metrics.PROBE_PATHS).
 PROBES = {"/healthz": healthz, "/readyz": readyz, "/metrics": metrics}
 
 

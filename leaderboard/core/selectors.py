@@ -15,7 +15,7 @@ import numpy as np
 from allauth.account.models import EmailAddress
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 from django.utils import timezone
 
 from scoring.kinds.base import RoundKind
@@ -95,8 +95,12 @@ def benchmarks_for(viewer) -> QuerySet:
 
 
 def benchmark_for(viewer, slug: str) -> Benchmark:
-    """The benchmark ``slug`` if ``viewer`` may see it (``benchmarks_for``); else Http404."""
-    return get_object_or_404(benchmarks_for(viewer), slug=slug)
+    """The benchmark ``slug`` if ``viewer`` may see it (``benchmarks_for``); else Http404 naming the slug
+    (the same words for one that does not exist and one not published: nothing is told of the latter)."""
+    benchmark = benchmarks_for(viewer).filter(slug=slug).first()
+    if benchmark is None:
+        raise Http404(f"no benchmark {str(slug)[:80]!r}: GET /api/benchmarks/ lists them")
+    return benchmark
 
 
 def board_shareable_seconds(benchmark_id: int, slug: str, *, private: bool = False) -> float:
@@ -248,6 +252,12 @@ class BoardPage:
     @property
     def next_page(self) -> int | None:
         return self.page + 1 if self.page * self.page_size < self.count else None
+
+    @property
+    def past_end(self) -> bool:
+        """A page after the last of a board that has rows (an old link, a typed number): its table is
+        empty, but the board is not."""
+        return self.count > 0 and self.page > self.pages
 
     @property
     def previous_page(self) -> int | None:

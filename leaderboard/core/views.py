@@ -16,7 +16,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model, logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, LogoutView
 from django.contrib.messages.storage import default_storage
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseServerError, JsonResponse
@@ -28,7 +28,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.decorators import method_decorator
 from django.utils.safestring import mark_safe
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 from rest_framework.throttling import ScopedRateThrottle
 
 from leaderboard.core import delivery, presentation, selectors
@@ -249,7 +249,8 @@ def benchmark_detail(request, slug):
     mine = selectors.viewer_entrant_ids(request.user)
     board_html = mark_safe(cached_read(b.pk, ("board-html", *where, _ranks_owned(board, mine)),
                                        lambda: render_to_string("core/leaderboard_table.html", {
-                                           "rows": fetch().rows, "columns": columns, "mine": mine,
+                                           "rows": fetch().rows, "past_end": fetch().past_end,
+                                           "columns": columns, "mine": mine,
                                            "intervals": kind.metric_intervals,
                                            "cells": presentation.board_cells(fetch().rows, columns,
                                                                              kind.metric_intervals),
@@ -345,6 +346,7 @@ def round_benchmark_detail(request, b: Benchmark, paging: tuple[int, int]):
     board_html = mark_safe(cached_read(b.pk, ("standings-html", *where, _ranks_owned(board, mine)),
                                        lambda: render_to_string("core/round_board_table.html", {
                                            "rows": presentation.board_cells(fetch().rows, columns),
+                                           "past_end": fetch().past_end,
                                            "columns": columns, "standings": True, "mine": mine,
                                            "unranked": kind.has_comparison_sets,
                                            "empty": "No round is resolved yet: the standings appear once the "
@@ -614,10 +616,14 @@ def submit(request, slug):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def verify_page(request, slug):
-    """The dry run in the browser: metrics and per-case results of an upload, nothing saved or counted."""
+    """The dry run in the browser: metrics and per-case results of an upload, nothing saved or counted.
+    A GET (the address typed or reopened, or the login a lapsed session went through) goes to the
+    submit page, whose form posts here."""
     b = _benchmark(request, slug)
+    if request.method != "POST":
+        return redirect("submit", slug=b.slug)
     kind = b.kind_impl
     upload = request.FILES.get("file")
     errors, result, status = [], None, 200
@@ -743,10 +749,12 @@ def round_submission_detail(request, sub: Submission):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def submission_select_view(request, pk):
     sub = get_object_or_404(Submission.objects.of_participant(request.user)
                             .select_related("benchmark", "entrant", "round"), pk=pk)
+    if request.method != "POST":  # as verify_page: back to the page whose button posts here
+        return redirect("submission_detail", pk=sub.pk)
     try:
         submission_select(submission=sub, user=request.user)
         messages.success(request, f"Submission #{sub.pk} is now {sub.entrant.name}'s final choice.")
@@ -782,6 +790,19 @@ class ThrottledSignupView(SignupView):
         response = super().form_invalid(form)
         response.status_code = 400
         return response
+
+
+class LogoutPage(LogoutView):
+    """Log out (POST, the navigation's button). Django's view answers a GET, an address typed or a link
+    followed, with a blank 405; here it is a page with the button (logging out on a GET would let any
+    site log a visitor out), or, for a visitor not logged in, the home page."""
+
+    http_method_names = ["get", "post", "options"]
+
+    def get(self, request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect(settings.LOGOUT_REDIRECT_URL)
+        return render(request, "account/logout.html")
 
 
 @method_decorator(require_http_methods(["GET", "POST"]), name="dispatch")
@@ -896,12 +917,15 @@ def team_page(request, slug):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def invite_answer(request, pk):
-    """Accept or decline an invite (``action``), then back to the team page of its benchmark."""
+    """Accept or decline an invite (``action``), then back to the team page of its benchmark (at
+    once for a GET, as verify_page)."""
     invite = get_object_or_404(TeamInvite.objects.select_related("team__entrant", "team__benchmark"),
                                pk=pk, user=request.user)
     back = reverse("team_page", args=[invite.team.benchmark.slug])
+    if request.method != "POST":
+        return redirect(back)
     name = invite.team.entrant.name
     if request.POST.get("action") == "accept":
         return _answer(request, back, lambda: invite_accept(invite_id=invite.pk, user=request.user),

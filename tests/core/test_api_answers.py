@@ -65,3 +65,24 @@ def test_api_404_of_an_invite_a_webhook_a_delivery_or_a_team_says_what_was_not_f
 
 def _file():
     return SimpleUploadedFile("p.csv", submission_csv(MINI_ROWS), content_type="text/csv")
+
+
+@pytest.mark.parametrize("path", ["", "leaderboard/", "leaderboard/?format=csv", "cases/", "teams/", "rounds/1/"])
+def test_api_404_of_a_benchmark_names_the_slug_asked(mini_benchmark, api_for, path):
+    """A mistyped slug (`lb leaderboard antibody-developabilty`) answered Django's "No Benchmark matches the
+    given query.", which names neither the slug nor where the benchmarks are listed."""
+    client = api_for("owner")
+    resp = client.get(f"/api/benchmarks/mini-prop/{path}")
+    assert resp.status_code == 404
+    detail = resp.json()["detail"]
+    assert detail == "no benchmark 'mini-prop': GET /api/benchmarks/ lists them"
+    upload = client.post("/api/benchmarks/mini-prop/submissions/", {"file": _file()}, format="multipart")
+    assert upload.status_code == 404 and upload.json()["detail"] == detail
+
+
+def test_api_404_of_an_unpublished_benchmark_reads_as_one_that_does_not_exist(mini_benchmark, api_for):
+    mini_benchmark.is_published = False
+    mini_benchmark.save()
+    resp = api_for("owner").get(f"/api/benchmarks/{mini_benchmark.slug}/leaderboard/")
+    assert resp.status_code == 404
+    assert resp.json()["detail"] == f"no benchmark '{mini_benchmark.slug}': GET /api/benchmarks/ lists them"

@@ -170,3 +170,25 @@ def test_api_contract_hook_refuses_answers_the_schema_does_not_declare():
     for method, path, response in bad:
         with pytest.raises(ApiContractViolation):
             check_api_response(method, path, response)
+
+
+def test_api_contract_every_operation_declares_the_outage_503():
+    """A database that cannot be reached answers every API call 503 with Retry-After (INTERFACE.md); the
+    schema listed 400 ... 429 but no 503, so a client built from it did not know to wait and retry."""
+    from django.db import OperationalError
+    from django.test import RequestFactory
+
+    from leaderboard.core.outage import outage_response
+    from tests.support.openapi import api_schema, check_api_response
+
+    operations = list(api_schema().get_all_operations())
+    assert len(operations) > 30
+    for result in operations:
+        op = result.ok()
+        assert "503" in op.definition.raw["responses"], op.label
+    for method, path in (("GET", "/api/benchmarks/"), ("POST", "/api/benchmarks/x/submissions/"),
+                         ("GET", "/api/submissions/7/cases/")):
+        request = getattr(RequestFactory(), method.lower())(path)
+        response = outage_response(request, OperationalError("connection refused"))
+        assert response.status_code == 503 and int(response["Retry-After"]) > 0
+        check_api_response(method, path, response)

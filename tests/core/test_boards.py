@@ -141,3 +141,21 @@ def test_board_scoring_touches_only_its_entrants_row(mini_benchmark, users):
     assert [(r.rank, r.entrant.owner.username) for r in selectors.leaderboard_rows(mini_benchmark)] == [
         (1, "member"), (2, "owner")]
     assert LeaderboardRow.objects.get(pk=member_row.pk).submission_id == first_member.pk
+
+
+def test_board_page_past_the_last_says_so_and_links_the_last_page(mini_benchmark, client):
+    """An old link or a typed page number after the last page: the board has rows, so the page must not
+    say there are none yet ("Be the first"); it says the page is past the end and links the last one."""
+    fill_board(mini_benchmark, 150)  # two pages of 100
+    html = client.get("/b/mini-props/?split=public&page=5").content.decode()
+    assert "150 rows" in html
+    assert "No scored submissions" not in html and "Be the first" not in html
+    assert "past the last page" in html
+    assert 'href="?split=public&amp;page=2#leaderboard" data-role="last-page"' in html
+    last = client.get("/b/mini-props/?split=public&page=2").content.decode()
+    assert last.count('<tr id="rank-') == 50 and 'data-role="last-page"' not in last
+
+
+def test_empty_board_page_still_invites_the_first_upload(mini_benchmark, client):
+    html = client.get("/b/mini-props/?page=3").content.decode()
+    assert "No scored submissions on this split yet" in html and "past the last page" not in html

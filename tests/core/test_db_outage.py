@@ -14,6 +14,7 @@ import urllib.request
 
 import pytest
 from django.db import connection
+from django.http import HttpResponse
 from django.test import Client
 
 from leaderboard.core.api.auth import token_create
@@ -22,6 +23,7 @@ from leaderboard.core.services.benchmarks import benchmark_load_bundle
 from leaderboard.core.services.uploads import submission_create
 from tests.conftest import MINI_ROWS, submission_csv
 from tests.core.test_quota_http import _multipart
+from tests.support.openapi import check_api_response
 from tests.support.server import start_gunicorn
 from tests.support.tcpproxy import TcpRelay
 from tests.support.worker import purge_broker, start_worker, stop_worker, wait_for, wait_until_ready
@@ -85,6 +87,9 @@ def test_db_outage_answers_503_with_retry_after_logs_once_and_recovers_at_once(m
                 if path.startswith("/api/"):
                     assert hdrs["Content-Type"].startswith("application/json")
                     assert "database cannot be reached" in json.loads(content)["detail"]
+                    # The OpenAPI schema declares it: status, media type and error body.
+                    check_api_response("POST" if data else "GET", path,
+                                       HttpResponse(content, status=code, content_type=hdrs["Content-Type"]))
                 else:
                     assert hdrs["Content-Type"].startswith("text/html")
                     assert b"Unavailable for a moment" in content and b"database" in content

@@ -377,3 +377,24 @@ def test_repeated_tracebacks_are_shown_once_per_window_and_counted():
     text = plain.format(later)
     assert "Traceback" in text and "this traceback repeated 5 times in the 60 s after the last one shown" in text
     assert json.loads(as_json.format(later))["traceback_repeats"].startswith("this traceback repeated 5 times")
+
+
+@pytest.mark.django_db
+def test_metrics_http_series_leave_out_the_probes_so_an_unready_readyz_is_no_server_error(client, mini_benchmark):
+    """With no worker, /readyz answers 503 to a load balancer every few seconds. Counted as a 5xx answer it
+    paged LeaderboardServerErrors on a quiet site ("find them in django.request ERROR lines": there are
+    none, that 503 is deliberately not logged) beside LeaderboardNoWorker, which says what is wrong."""
+    from leaderboard.core.metrics import PROBE_PATHS
+    from leaderboard.core.probes import PROBES
+
+    assert set(PROBES) == PROBE_PATHS
+    before = scrape(client)
+    for _ in range(5):
+        assert client.get("/readyz").status_code == 503  # no worker has ever beaten in this test
+        assert client.get("/healthz/").status_code == 200
+    assert client.get("/b/mini-props/").status_code == 200  # a user's page is still counted
+    after = scrape(client)
+    for status in ("2xx", "5xx"):
+        was = value(before, "leaderboard_http_responses_total", status=status) or 0.0
+        now = value(after, "leaderboard_http_responses_total", status=status) or 0.0
+        assert now - was == (1.0 if status == "2xx" else 0.0), (status, was, now)

@@ -117,6 +117,24 @@ def test_pages_signup_login_logout(client, db):
     assert client.get("/accounts/profile/").status_code == 200
 
 
+def test_pages_logout_opened_by_address_shows_its_button_and_logs_out_only_on_post(users):
+    """/accounts/logout/ typed or followed as a link answered a blank 405 (Django's LogoutView takes POST
+    only). It is now a page with the Log out button; the GET itself logs nobody out (a link on another site
+    could), and a visitor not logged in goes home."""
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    assert client.get("/accounts/logout/")["Location"] == "/"
+    client.force_login(users["member"])
+    page = client.get("/accounts/logout/")
+    html = page.content.decode()
+    assert page.status_code == 200 and "You are logged in as <strong>member</strong>" in html
+    assert client.get("/accounts/profile/").status_code == 200  # still logged in
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+    assert client.post("/accounts/logout/", {"csrfmiddlewaretoken": token}).status_code == 302
+    assert client.get("/accounts/profile/").status_code == 302  # logged out
+
+
 def test_pages_profile_creates_shows_once_and_revokes_tokens(client, users):
     client.force_login(users["owner"])
     html = client.post("/accounts/profile/", {"action": "create_token", "name": "laptop"}).content.decode()

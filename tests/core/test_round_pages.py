@@ -109,3 +109,15 @@ def test_presentation_and_shared_templates_name_no_kinds_metric():
         text = path.read_text()
         found = {n for n in names if re.search(rf"\b{n}\b", text)}
         assert not found, (path.name, found)
+
+
+def test_round_board_and_standings_past_the_last_page_say_so(client, rounds):
+    """Round 1's board and the standings have rows: a page after the last is "past the last page", not
+    "No scores yet" or "No round is resolved yet"."""
+    bench = rounds[0]
+    round_page = client.get(f"/b/{bench.slug}/rounds/1/?page=4").content.decode()
+    assert "No scores yet" not in round_page and "past the last page" in round_page
+    assert 'href="?page=1#board" data-role="last-page"' in round_page
+    standings = client.get(f"/b/{bench.slug}/?page=4").content.decode()
+    assert "No round is resolved yet" not in standings and "past the last page" in standings
+    assert 'data-role="last-page"' in standings

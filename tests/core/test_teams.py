@@ -455,3 +455,24 @@ def test_a_deleted_accounts_name_is_gone_from_its_teams_audit_log(api_for, users
     assert zelda.username in " ".join(e["detail"] for e in shown["events"])
     invite = api_for("member").get("/api/invites/").json()
     assert [i["invited_by"] for i in invite] == [zelda.username]
+
+
+def test_invite_answer_and_select_addresses_opened_by_get_lead_back_to_their_pages(client, users, mini_benchmark):
+    """The invite's Accept and a submission's "make final" buttons post to addresses of their own; opened
+    with a GET (after logging in again, a lapsed session having sent the form to the login page) they
+    answered a blank 405. They now lead to the page holding the button, and change nothing."""
+    team = team_create(user=users["owner"], benchmark=mini_benchmark, name="Getters")
+    invite = team_invite(team=team, by=users["owner"], username="member")
+    client.force_login(users["member"])
+    resp = client.get(f"/invites/{invite.pk}/answer/")
+    assert resp.status_code == 302 and resp["Location"] == "/b/mini-props/team/"
+    invite.refresh_from_db()
+    assert invite.status == "pending"
+    sub = _upload(users["member"], mini_benchmark)
+    resp = client.get(f"/submissions/{sub.pk}/select/")
+    assert resp.status_code == 302 and resp["Location"] == f"/submissions/{sub.pk}/"
+    sub.refresh_from_db()
+    assert not sub.is_selected
+    client.force_login(users["outsider"])  # someone else's: still not found
+    assert client.get(f"/submissions/{sub.pk}/select/").status_code == 404
+    assert client.get(f"/invites/{invite.pk}/answer/").status_code == 404

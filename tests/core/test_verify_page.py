@@ -53,3 +53,16 @@ def test_verify_page_off_for_kinds_without_a_dry_run(client, mini_benchmark, use
     assert "Check without submitting" not in client.get("/b/mini-props/submit/").content.decode()
     resp = client.post("/b/mini-props/verify/", {"file": SimpleUploadedFile("p.csv", b"x")})
     assert resp.status_code in (400, 403)
+
+
+def test_verify_page_opened_by_address_goes_to_the_submit_form(client, impact, users):
+    """The dry run's address is where the submit page's form posts. Opened with a GET (typed, reopened, or
+    after logging in again when a lapsed session sent the form to the login page, whose ``next`` is this
+    address) it answered a blank 405; it now leads to the form."""
+    resp = client.get(f"/b/{impact.slug}/verify/")
+    assert resp.status_code == 302 and resp["Location"].startswith(f"/accounts/login/?next=/b/{impact.slug}/verify/")
+    client.force_login(users["owner"])
+    resp = client.get(f"/b/{impact.slug}/verify/")
+    assert resp.status_code == 302 and resp["Location"] == f"/b/{impact.slug}/submit/"
+    assert "Check without submitting" in client.get(resp["Location"]).content.decode()
+    assert not Submission.objects.exists()

@@ -19,6 +19,9 @@ status an operation can answer and a new view cannot forget one:
 - 413, 415: a request body over ``DATA_UPLOAD_MAX_MEMORY_SIZE``, or of a media
   type the operation does not parse.
 - 429: the abuse throttles (``Retry-After`` says when to retry).
+- 503: the database cannot be reached, or PostgreSQL broke off a transaction in
+  conflict with another (``leaderboard/core/outage.py``); ``Retry-After`` says
+  when to retry, and nothing was changed.
 
 405 belongs to no operation: it answers a method the schema does not list for a
 path, with ``Allow`` and the same JSON body.
@@ -81,4 +84,6 @@ class ApiAutoSchema(AutoSchema):
             codes[413] = "The request body is over the size limit."
             codes[415] = "The request body's media type is not one this operation reads."
         codes[429] = "Too many requests (abuse throttle); `Retry-After` gives the seconds to wait."
+        codes[503] = ("The database cannot be reached at the moment (or another request was changing the same "
+                      "data); nothing was changed. `Retry-After` gives the seconds to wait.")
         return codes
