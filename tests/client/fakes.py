@@ -91,7 +91,7 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            do_GET = do_POST = _handle
+            do_GET = do_POST = do_DELETE = _handle
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

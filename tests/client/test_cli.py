@@ -236,3 +236,39 @@ def test_lb_shows_rank_ranges_and_late_submissions(fake, lb):
     fake.add("GET", "/api/submissions/9/", {"id": 9, "status": "scored", "late": True})
     code, out, _ = lb("status", "9")
     assert code == 0 and "late: yes (received after the deadline: scored, never ranked)" in out
+
+
+def _leaf_commands(parser, prefix=()):
+    """Every runnable ``lb`` command as its argv prefix, walking the subcommand tree."""
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield prefix, parser
+        return
+    for name, child in subs[0].choices.items():
+        yield from _leaf_commands(child, (*prefix, name))
+
+
+def test_every_lb_command_takes_format_json_as_client_md_says():
+    # docs/client.md: "Every command takes `--format json`"; a script that asks for JSON of any
+    # command must not get a usage error (exit 2) instead.
+    leaves = dict(_leaf_commands(cli.build_parser()))
+    assert ("webhook", "add") in leaves and ("verify-round",) in leaves
+    refused = [" ".join(argv) for argv, parser in leaves.items()
+               if "json" not in (next((a.choices for a in parser._actions if "--format" in a.option_strings), None)
+                                 or ())]
+    assert refused == []
+
+
+def test_lb_webhook_add_and_remove_in_json(fake, lb):
+    made = {"id": 7, "url": "https://example.org/hook", "events": ["round.opened"], "secret": "s" * 32}
+    fake.add("POST", "/api/webhooks/", Reply(201, made))
+    code, out, _ = lb("webhook", "add", "https://example.org/hook", "--events", "round.opened", "--format", "json")
+    assert code == 0 and json.loads(out) == made  # the secret, shown once, is there for the script to keep
+    fake.add("DELETE", "/api/webhooks/7/", Reply(204))
+    code, out, _ = lb("webhook", "remove", "7", "--format", "json")
+    assert code == 0 and json.loads(out) == {"id": 7, "removed": True}
+    fake.add("POST", "/api/webhooks/7/deliveries/3/redeliver/", Reply(202, {"delivery": 3, "state": "pending"}))
+    code, out, _ = lb("webhook", "deliveries", "7", "--redeliver", "3", "--format", "json")
+    assert code == 0 and json.loads(out) == {"delivery": 3, "state": "pending"}

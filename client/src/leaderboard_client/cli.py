@@ -619,6 +619,9 @@ WEBHOOK_EVENTS = ("submission.scored", "submission.failed", "round.opened", "rou
 def cmd_webhook_add(client: Client, args: argparse.Namespace, out) -> int:
     events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else list(WEBHOOK_EVENTS)
     made = client.add_webhook(args.target, events, secret=args.secret)
+    if args.format == "json":
+        _json_out(made, out)
+        return EXIT_OK
     out.write(f"webhook {made['id']}: {made['url']} for {', '.join(made['events'])}\n")
     if made.get("secret"):
         out.write(f"secret (shown once; verify X-Leaderboard-Signature with it): {made['secret']}\n")
@@ -635,13 +638,19 @@ def cmd_webhook_list(client: Client, args: argparse.Namespace, out) -> int:
 
 def cmd_webhook_remove(client: Client, args: argparse.Namespace, out) -> int:
     client.remove_webhook(args.webhook_id)
+    if args.format == "json":  # the server answers 204 with no body: say what was done
+        _json_out({"id": args.webhook_id, "removed": True}, out)
+        return EXIT_OK
     out.write(f"webhook {args.webhook_id} removed\n")
     return EXIT_OK
 
 
 def cmd_webhook_deliveries(client: Client, args: argparse.Namespace, out) -> int:
     if args.redeliver is not None:
-        client.redeliver(args.webhook_id, args.redeliver)
+        answer = client.redeliver(args.webhook_id, args.redeliver)
+        if args.format == "json":
+            _json_out(answer, out)
+            return EXIT_OK
         out.write(f"delivery {args.redeliver} queued to be sent again\n")
         return EXIT_OK
     rows = client.webhook_deliveries(args.webhook_id)
@@ -659,12 +668,14 @@ def add_webhook_parser(sub) -> None:
     p.add_argument("target", metavar="URL", help="where the POSTs go (not --url, the server's address)")
     p.add_argument("--events", help=f"comma-separated, from {','.join(WEBHOOK_EVENTS)} (default: all)")
     p.add_argument("--secret", help="16 to 200 characters (default: the server makes one and prints it once)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_webhook_add)
     p = hook.add_parser("list", help="your webhooks")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(func=cmd_webhook_list)
     p = hook.add_parser("remove", help="remove a webhook")
     p.add_argument("webhook_id", type=int)
+    p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_webhook_remove)
     p = hook.add_parser("deliveries", help="every attempt of a webhook, newest first")
     p.add_argument("webhook_id", type=int)
@@ -683,6 +694,11 @@ def cmd_verify_round(client: Client, args: argparse.Namespace, out) -> int:
     except ScoringNotInstalled as exc:
         _err(str(exc))
         return EXIT_USAGE
+    if args.format == "json":  # the outcome as data; the exit code says the same as without it
+        _json_out({"slug": result.slug, "number": result.number, "ok": result.ok, "problems": result.problems,
+                   "version_needed": result.version_needed, "summary": result.summary,
+                   "record_path": result.record_path}, out)
+        return EXIT_OK if result.ok else EXIT_MISMATCH
     if result.ok:
         out.write(result.summary + "\n")
         return EXIT_OK
@@ -703,6 +719,7 @@ def add_verify_parser(sub) -> None:
     p.add_argument("--record", help="check this record file instead of downloading it")
     p.add_argument("-o", "--output", help="keep the downloaded record in this file")
     p.add_argument("--audit-hash", help="your submission's audit hash: it must be in the committed list")
+    p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_verify_round)
 
 
