@@ -233,6 +233,10 @@ def test_lb_shows_rank_ranges_and_late_submissions(fake, lb):
     code, out, _ = lb("leaderboard", SLUG, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and [r["could_rank"] for r in rows] == ["1-2", "2"]
+    # README: every board row of lb leaderboard carries its 95% interval, not only the ranks it implies
+    assert [(r["interval_low"], r["interval_high"]) for r in rows] == [("0.7", "0.9"), ("", "")]
+    code, out, _ = lb("leaderboard", SLUG)
+    assert code == 0 and out.splitlines()[0].split()[-3:] == ["interval_low", "interval_high", "could_rank"]
     fake.add("GET", "/api/submissions/9/", {"id": 9, "status": "scored", "late": True})
     code, out, _ = lb("status", "9")
     assert code == 0 and "late: yes (received after the deadline: scored, never ranked)" in out

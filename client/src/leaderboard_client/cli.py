@@ -278,6 +278,8 @@ def _board_columns(rows: list[LeaderboardRow]) -> list[str]:
         metrics.extend(m for m in row.metrics if m not in metrics)
     extra = [name for name in ("rounds", "submissions", "provisional", "as_of", "updated_at")
              if any(getattr(r, name) not in (None, False) for r in rows)]
+    if any(r.interval for r in rows):  # the 95% bootstrap interval of score, named as the server's CSV names it
+        extra += ["interval_low", "interval_high"]
     if any(r.rank_range for r in rows):
         extra.append("could_rank")
     return ["rank", "entrant", "score", *[m for m in metrics if m != "score"], *extra]
@@ -297,6 +299,8 @@ def cmd_leaderboard(client: Client, args: argparse.Namespace, out) -> int:
                                                                               if k != "score"},
                   "rounds": r.rounds, "submissions": r.submissions, "provisional": r.provisional,
                   "as_of": r.as_of, "updated_at": r.updated_at,
+                  "interval_low": r.interval[0] if r.interval else None,
+                  "interval_high": r.interval[1] if r.interval else None,
                   "could_rank": (f"{r.rank_range[0]}-{r.rank_range[1]}" if r.rank_range and r.rank_range[0] != r.rank_range[1]
                                  else str(r.rank_range[0]) if r.rank_range else None)}
         table.append([values.get(c) for c in columns])
