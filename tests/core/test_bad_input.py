@@ -199,3 +199,27 @@ def test_bad_input_a_round_that_is_no_whole_number_is_refused_not_rounded(tmp_pa
         resp = api_for("owner").post(f"/api/benchmarks/{bench.slug}/submissions/", data=body,
                                      content_type="application/json")
         assert resp.status_code == 202 and resp.json()["round"] == number
+
+
+def test_bad_input_round_commands_name_the_option_that_is_missing(tmp_path, db):
+    """`truth_load ... --interim` without `--as-of` said "column 'as_of'", the API's field: a command-line
+    user is told the option to add (docs/organisers.md writes every interim load with --as-of)."""
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    from leaderboard.core.services.rounds import round_set_status
+    from tests.support.signals import SignalsRound, signals_benchmark
+
+    benchmark = signals_benchmark(tmp_path)
+    gen = SignalsRound(20, seed=3)
+    universe = tmp_path / "u.csv"
+    universe.write_bytes(gen.universe_csv())
+    truth = tmp_path / "t.csv"
+    truth.write_bytes(gen.truth_csv(gen.target(1, 1)))
+    call_command("round_open", benchmark.slug, str(universe), stdout=StringIO(), stderr=StringIO())
+    round_set_status(round_=benchmark.rounds.get(number=1), status="closed")
+    with pytest.raises(CommandError) as refused:
+        call_command("truth_load", benchmark.slug, "1", str(truth), "--interim")
+    assert "(set it with --as-of)" in str(refused.value)
+    assert benchmark.rounds.get(number=1).truth_versions.count() == 0

@@ -23,13 +23,20 @@ def round_or_error(slug: str, number: int) -> Round:
     return round_
 
 
+# The services name their inputs as the API's fields do; on the command line they are these options.
+OPTION_OF_FIELD = {"as_of": "--as-of", "closes_at": "--closes-at", "track": "--track", "interim": "--interim"}
+
+
 @contextmanager
 def refused_as_command_error(what: str):
     try:
         yield
     except SubmissionRejected as exc:
-        lines = "\n".join(f"  {e}" for e in exc.errors)
-        raise CommandError(f"{what} refused, nothing changed:\n{lines}") from None
+        lines = [f"  {e}" for e in exc.errors]
+        options = sorted({OPTION_OF_FIELD[e.column] for e in exc.errors
+                          if e.file is None and e.row is None and e.column in OPTION_OF_FIELD})
+        lines += [f"  (set it with {option})" for option in options]
+        raise CommandError(f"{what} refused, nothing changed:\n" + "\n".join(lines)) from None
 
 
 def read_file(path: str) -> bytes:
