@@ -372,3 +372,23 @@ def test_deploy_alert_rules_name_only_series_the_site_exports(client, db):
     unknown = {name for name in used if name not in families and re.sub(r"_(bucket|count|sum)$", "", name)
                not in {n for n, kind in exported if kind == "histogram"}}
     assert unknown == set()
+
+
+def test_deploy_compose_passes_on_every_variable_the_deploy_guide_puts_in_env():
+    """docs/deploy.md has the operator write SITE_URL and EMAIL_URL into .env; docker-compose.yml passed
+    neither to the containers, so a server set up by the guide wrote its mail to /data/mail and its
+    verification links pointed at http://127.0.0.1:8000: nobody could finish signing up."""
+    import yaml
+
+    guide = (ROOT / "docs" / "deploy.md").read_text()
+    env_block = guide.split("**Write `.env`**", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    named = {line.split("=", 1)[0].strip() for line in env_block.splitlines() if "=" in line}
+    assert {"SITE_URL", "EMAIL_URL", "DEFAULT_FROM_EMAIL"} <= named
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    for service in ("web", "worker", "notifier", "beat"):
+        passed = set(compose["services"][service]["environment"])
+        missing = named - passed - {"LEADERBOARD_IMAGE"}  # the image's tag is compose's own, not the site's
+        assert missing == set(), (service, missing)
+    passed = compose["services"]["web"]["environment"]
+    # the mail section's and error reports' variables too (docs/deploy.md#mail, docs/operations.md)
+    assert {"SENTRY_RELEASE", "SENTRY_SEND_PII", "SENTRY_TRACES_SAMPLE_RATE"} <= set(passed)
