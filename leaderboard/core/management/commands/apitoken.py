@@ -9,7 +9,7 @@ class Command(BaseCommand):
     help = "Print a new API token for USERNAME (use it as 'Authorization: Token KEY')."
 
     def add_arguments(self, parser):
-        parser.add_argument("username")
+        parser.add_argument("username", help="the account the token acts as")
         parser.add_argument("--create", action="store_true",
                             help="create the user if missing (no password, no email: it counts as verified)")
         parser.add_argument("--staff", action="store_true", help="make the user staff (organiser)")

@@ -11,7 +11,7 @@ class Command(BaseCommand):
             "skipped and cases are marked 'regex only'.")
 
     def add_arguments(self, parser):
-        parser.add_argument("slug")
+        parser.add_argument("slug", help="an impact benchmark")
         parser.add_argument("--case", action="append", dest="cases", help="only this case id (repeatable)")
         parser.add_argument("--regex-only", action="store_true", help="skip the model stage even if configured")
 

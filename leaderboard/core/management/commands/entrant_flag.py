@@ -8,8 +8,9 @@ class Command(BaseCommand):
     help = "Mark an entrant as a benchmark model (it counts in the benchmark meta model), or not."
 
     def add_arguments(self, parser):
-        parser.add_argument("name")
-        parser.add_argument("--benchmark-model", choices=["on", "off"], required=True)
+        parser.add_argument("name", help="the entrant's name, as on the boards")
+        parser.add_argument("--benchmark-model", choices=["on", "off"], required=True,
+                            help="on: counts in the benchmark meta model (BMC); off: does not")
 
     def handle(self, *args, name, benchmark_model, **options):
         with refused_as_command_error(f"entrant_flag {name}"):

@@ -8,7 +8,7 @@ class Command(BaseCommand):
             "Idempotent; truth that changed rescores what it affects; a bad bundle changes nothing.")
 
     def add_arguments(self, parser):
-        parser.add_argument("directory")
+        parser.add_argument("directory", help="the bundle: benchmark.json and the kind's files")
 
     def handle(self, *args, directory, **options):
         try:

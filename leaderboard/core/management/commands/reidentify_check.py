@@ -14,7 +14,7 @@ class Command(BaseCommand):
             "re-identification rate, price recall within 2 points, and the MAE and Pearson of its guesses.")
 
     def add_arguments(self, parser):
-        parser.add_argument("slug")
+        parser.add_argument("slug", help="an impact benchmark")
         parser.add_argument("--limit", type=int, default=None, help="check only the first N cases")
 
     def handle(self, *args, slug, limit, **options):

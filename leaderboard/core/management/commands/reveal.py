@@ -11,7 +11,7 @@ class Command(BaseCommand):
             "shown. Refused while submissions are open (close the round first, or wait for its deadline).")
 
     def add_arguments(self, parser):
-        parser.add_argument("slug")
+        parser.add_argument("slug", help="a static benchmark, closed")
         parser.add_argument("--hide", action="store_true", help="hide the private leaderboard again")
 
     def handle(self, *args, slug, hide, **options):

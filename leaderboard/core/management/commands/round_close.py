@@ -6,11 +6,12 @@ from leaderboard.core.services.round_engine import round_close
 
 
 class Command(BaseCommand):
-    help = "Close round N: no submission is accepted after it; each entrant's counted submission is frozen."
+    help = ("Close round N now (a static benchmark: round 1, before its deadline if you wish): no submission "
+            "is accepted after it; each entrant's counted submission is frozen and the commitment published.")
 
     def add_arguments(self, parser):
-        parser.add_argument("slug")
-        parser.add_argument("number", type=int)
+        parser.add_argument("slug", help="the benchmark")
+        parser.add_argument("number", type=int, help="the round (a static benchmark: 1)")
 
     def handle(self, *args, slug, number, **options):
         round_ = round_or_error(slug, number)

@@ -11,8 +11,8 @@ class Command(BaseCommand):
     help = "Open the benchmark's next round with a universe file; prints the new round's number."
 
     def add_arguments(self, parser):
-        parser.add_argument("slug")
-        parser.add_argument("universe_file")
+        parser.add_argument("slug", help="a round benchmark (kinds signals, ranking, portfolio)")
+        parser.add_argument("universe_file", help="CSV: id (portfolio: option,start_price) plus the kind's columns")
         parser.add_argument("--closes-at", help="ISO 8601, e.g. 2026-01-09T18:00:00Z; the round closes by itself then")
         parser.add_argument("--track", default="", help="portfolio: weekly or monthly")
 

@@ -11,9 +11,9 @@ class Command(BaseCommand):
             "(stakes weigh the meta model).")
 
     def add_arguments(self, parser):
-        parser.add_argument("slug")
-        parser.add_argument("number", type=int)
-        parser.add_argument("stakes_csv")
+        parser.add_argument("slug", help="a signals benchmark")
+        parser.add_argument("number", type=int, help="the round")
+        parser.add_argument("stakes_csv", help="CSV: entrant,stake")
 
     def handle(self, *args, slug, number, stakes_csv, **options):
         round_ = round_or_error(slug, number)

@@ -12,10 +12,10 @@ class Command(BaseCommand):
             "--as-of, a dated snapshot whose scores are provisional. The whole round is scored asynchronously.")
 
     def add_arguments(self, parser):
-        parser.add_argument("slug")
-        parser.add_argument("number", type=int)
-        parser.add_argument("truth_file")
-        parser.add_argument("--interim", action="store_true")
+        parser.add_argument("slug", help="a round benchmark")
+        parser.add_argument("number", type=int, help="the round, closed")
+        parser.add_argument("truth_file", help="CSV: id,target (ranking: id,return_<h>...; portfolio: option,end_price)")
+        parser.add_argument("--interim", action="store_true", help="a dated snapshot (needs --as-of); the round stays unresolved")
         parser.add_argument("--as-of", help="YYYY-MM-DD: the date the snapshot describes")
 
     def handle(self, *args, slug, number, truth_file, interim, as_of, **options):
