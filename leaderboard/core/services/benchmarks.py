@@ -173,7 +173,7 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
                 column="kind", file="benchmark.json")])
         if not created and (refused := config_change_refusal(benchmark, bundle.config)):
             raise BundleError(refused)
-        config_changed = not created and benchmark.config != bundle.config
+        config_changed = not created and config_changes_scores(kind, benchmark.config, bundle.config)
         benchmark.title = meta["title"]
         benchmark.description = meta.get("description", "")
         benchmark.credit = meta.get("credit", "").strip()
@@ -209,6 +209,13 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
             requeued = benchmark_rescore(benchmark=benchmark, reason=CONFIG_CHANGED)
         return LoadReport(benchmark=benchmark, created=created, truth_version=report[0], truth_changed=report[1],
                           cases=len(bundle.cases.cases), requeued=requeued, notes=notes)
+
+
+def config_changes_scores(kind, old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether replacing a static benchmark's config ``old`` by ``new`` can change a score or a rank: any
+    key changed but the kind's ``free_config_keys`` (an upload limit, late submissions). Only then are
+    its submissions rescored."""
+    return any(old.get(key) != new.get(key) for key in set(old) | set(new) if key not in kind.free_config_keys)
 
 
 def config_change_refusal(benchmark: Benchmark, config: dict[str, Any], *, file: str | None = "benchmark.json",
