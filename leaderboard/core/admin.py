@@ -28,6 +28,7 @@ from leaderboard.core.services.benchmarks import (
     CONFIG_CHANGED,
     benchmark_rescore,
     benchmark_reveal,
+    config_cases_refusal,
     config_change_refusal,
     config_changes_scores,
     truth_load,
@@ -109,9 +110,9 @@ class BenchmarkForm(forms.ModelForm):
             self.add_error("config", [e.message for e in exc.errors])
             return cleaned
         if stored is not None:
-            refusal = config_change_refusal(stored, config, file=None)
+            refusal = config_change_refusal(stored, config, file=None) or config_cases_refusal(stored, config)
             if refusal:
-                self.add_error("config", [f"{e.column}: {e.message}" for e in refusal])
+                self.add_error("config", [f"{e.column}: {e.message}" if e.column else e.message for e in refusal])
                 return cleaned
         cleaned["config"] = config
         return cleaned

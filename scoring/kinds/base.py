@@ -369,6 +369,10 @@ class Kind:
         """Return the config with defaults filled in, or raise ValidationFailed."""
         raise NotImplementedError
 
+    def check_config_for_cases(self, config: Mapping[str, Any], *, cases: CaseSet, truth: Truth) -> None:
+        """Raise ValidationFailed when ``config`` cannot score these cases and truth, as ``parse_bundle``
+        refuses a bundle that pairs them (a config edited alone is checked against the stored cases)."""
+
     def public_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The part of the config participants may see (default: all of it)."""
         return dict(config)

@@ -20,7 +20,7 @@ from scoring.kinds.base import CaseSet, Truth
 from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.models import Benchmark, Case, NotificationEvent, Round, Submission, TruthValue, TruthVersion
 from leaderboard.core.services.answers import SubmissionRejected
-from leaderboard.core.services.casedata import latest_truth_version
+from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
 from leaderboard.core.services.deid import caseset_deidentify
 from leaderboard.core.services.leaderboards import leaderboard_refresh
 from leaderboard.core.services.notifications import benchmark_event_emit
@@ -216,6 +216,22 @@ def config_changes_scores(kind, old: dict[str, Any], new: dict[str, Any]) -> boo
     key changed but the kind's ``free_config_keys`` (an upload limit, late submissions). Only then are
     its submissions rescored."""
     return any(old.get(key) != new.get(key) for key in set(old) | set(new) if key not in kind.free_config_keys)
+
+
+def config_cases_refusal(benchmark: Benchmark, config: dict[str, Any]) -> list[RowError]:
+    """Why a static benchmark's stored cases and truth cannot be scored with ``config`` (validated by the
+    kind), as a bundle pairing them would be refused: empty when they can (or there is no truth yet).
+    A config edited alone (the admin) is checked here, before any submission is rescored with it."""
+    kind = benchmark.kind_impl
+    round_ = None if kind.is_round_kind else Round.objects.filter(benchmark=benchmark, is_permanent=True).first()
+    version = latest_truth_version(round_) if round_ is not None else None
+    if round_ is None or version is None:
+        return []
+    try:
+        kind.check_config_for_cases(config, cases=round_caseset(round_), truth=truth_for(version))
+    except ValidationFailed as exc:
+        return exc.errors
+    return []
 
 
 def config_change_refusal(benchmark: Benchmark, config: dict[str, Any], *, file: str | None = "benchmark.json",
