@@ -456,6 +456,12 @@ class SubmissionAdmin(ShownNotEdited, admin.ModelAdmin):
     inlines = [EventInline]
     actions = ["rescore"]
 
+    def has_delete_permission(self, request, obj=None):
+        """Never deleted by hand: a closed round's published commitment lists every upload taken while it
+        was open, its record and boards are built from them, and its entrant's row would go without
+        another taking its place. (A participant who leaves is anonymised, their uploads kept.)"""
+        return False
+
     @admin.action(description="Rescore the selected submissions")
     def rescore(self, request, queryset):
         n = submissions_requeue(queryset, reason="rescoring requested by an organiser")
