@@ -28,7 +28,9 @@ from leaderboard.core.services.benchmarks import (
     CONFIG_CHANGED,
     benchmark_rescore,
     benchmark_reveal,
+    config_cases_refusal,
     config_change_refusal,
+    config_changes_scores,
     truth_load,
 )
 from leaderboard.core.services.deid import cases_deidentify, deid_backend
@@ -108,9 +110,9 @@ class BenchmarkForm(forms.ModelForm):
             self.add_error("config", [e.message for e in exc.errors])
             return cleaned
         if stored is not None:
-            refusal = config_change_refusal(stored, config, file=None)
+            refusal = config_change_refusal(stored, config, file=None) or config_cases_refusal(stored, config)
             if refusal:
-                self.add_error("config", [f"{e.column}: {e.message}" for e in refusal])
+                self.add_error("config", [f"{e.column}: {e.message}" if e.column else e.message for e in refusal])
                 return cleaned
         cleaned["config"] = config
         return cleaned
@@ -158,9 +160,12 @@ class BenchmarkAdmin(admin.ModelAdmin):
         """Saved as edited; a static benchmark whose config changed is rescored, as a bundle's would be
         (a round benchmark's scoring keys cannot change once a round has truth: ``BenchmarkForm``)."""
         super().save_model(request, obj, form, change)
-        if change and "config" in form.changed_data and not obj.kind_impl.is_round_kind:
+        if (change and "config" in form.changed_data and not obj.kind_impl.is_round_kind
+                and config_changes_scores(obj.kind_impl, form.initial.get("config") or {}, obj.config)):
             n = benchmark_rescore(benchmark=obj, reason=CONFIG_CHANGED)
             self.message_user(request, f"The config changed: {n} submission(s) queued for rescoring.")
+        elif change and "config" in form.changed_data and not obj.kind_impl.is_round_kind:
+            self.message_user(request, "The config changed in keys that decide no score: nothing to rescore.")
     list_filter = ("kind", "is_published")
     search_fields = ("slug", "title")
     prepopulated_fields = {"slug": ("title",)}
@@ -450,6 +455,12 @@ class SubmissionAdmin(ShownNotEdited, admin.ModelAdmin):
     exclude = ("note",)  # the uploader's own words: never shown to anyone else, staff included
     inlines = [EventInline]
     actions = ["rescore"]
+
+    def has_delete_permission(self, request, obj=None):
+        """Never deleted by hand: a closed round's published commitment lists every upload taken while it
+        was open, its record and boards are built from them, and its entrant's row would go without
+        another taking its place. (A participant who leaves is anonymised, their uploads kept.)"""
+        return False
 
     @admin.action(description="Rescore the selected submissions")
     def rescore(self, request, queryset):

@@ -293,6 +293,10 @@ class Kind:
 
     # Round kinds (``RoundKind``) open rounds with a universe and score each truth version whole.
     is_round_kind: ClassVar[bool] = False
+    # Config keys that decide no score, rank or standing (upload limits, what the site accepts): a change
+    # to them alone rescores nothing. Round kinds: the keys an organiser may still change once a round
+    # has truth (every other is fixed then).
+    free_config_keys: ClassVar[frozenset[str]] = frozenset({"max_upload_bytes", "late_submissions"})
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
     metrics: ClassVar[tuple[MetricSpec, ...]] = ()
@@ -364,6 +368,10 @@ class Kind:
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Return the config with defaults filled in, or raise ValidationFailed."""
         raise NotImplementedError
+
+    def check_config_for_cases(self, config: Mapping[str, Any], *, cases: CaseSet, truth: Truth) -> None:
+        """Raise ValidationFailed when ``config`` cannot score these cases and truth, as ``parse_bundle``
+        refuses a bundle that pairs them (a config edited alone is checked against the stored cases)."""
 
     def public_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The part of the config participants may see (default: all of it)."""
@@ -668,9 +676,9 @@ class RoundKind(Kind):
     # Ids every round's universe holds beside the rows of its file (portfolio: CASH): the universe
     # download has ``universe_size`` less these rows, and its link says so.
     implicit_universe_ids: ClassVar[tuple[str, ...]] = ()
-    # Config keys that decide no score, rank or standing (upload limits): an organiser may change them
-    # at any time. Every other key is fixed once any round has truth (the service refuses a change:
-    # past boards, standings and records were computed with the old value).
+    # Upload limits: an organiser may change them at any time. Every other key is fixed once any round
+    # has truth (the service refuses a change: past boards, standings and records were computed with
+    # the old value).
     free_config_keys: ClassVar[frozenset[str]] = frozenset({"max_upload_bytes"})
 
     # -- bundles: a round benchmark's bundle is benchmark.json alone --------

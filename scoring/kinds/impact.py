@@ -227,6 +227,8 @@ def _split_list(raw: str) -> list[str]:
 @register
 class ImpactKind(Kind):
     name: ClassVar[str] = "impact"
+    # Verify reads dev truth and saves nothing: turning it on or off changes no stored score.
+    free_config_keys: ClassVar[frozenset[str]] = Kind.free_config_keys | {"verify_enabled"}
     label: ClassVar[str] = "Catalyst impact (press releases)"
     metrics: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("exact_match_accuracy", "Exact match %", True, "{:.1f}",

@@ -196,6 +196,26 @@ def test_admin_cannot_rewrite_a_closed_rounds_published_commitment(client, users
     assert Round.objects.get(pk=round_.pk).title == "renamed"
 
 
+def test_admin_never_deletes_a_submission_the_published_commitment_lists(client, users, mini_benchmark,
+                                                                         django_capture_on_commit_callbacks):
+    """Deleting an upload after the close would make the round's commitment unverifiable (lb verify-round
+    fails) and take its entrant off the board: neither the delete page nor the list action offers it."""
+    sub = _scored(mini_benchmark, users["owner"], django_capture_on_commit_callbacks)
+    round_ = Round.objects.get(benchmark=mini_benchmark)
+    client.force_login(users["organiser"])
+    client.post("/admin/core/round/", {"action": "close_rounds", "_selected_action": [round_.pk]})
+    committed = client.get(f"/api/benchmarks/mini-props/rounds/{round_.number}/committed/").json()
+
+    assert client.get(f"/admin/core/submission/{sub.pk}/delete/").status_code == 403
+    assert client.post(f"/admin/core/submission/{sub.pk}/delete/", {"post": "yes"}).status_code == 403
+    listing = client.get("/admin/core/submission/").content.decode()
+    assert 'value="delete_selected"' not in listing
+    client.post("/admin/core/submission/", {"action": "delete_selected", "_selected_action": [sub.pk], "post": "yes"})
+    assert Submission.objects.filter(pk=sub.pk).exists()
+    assert client.get(f"/api/benchmarks/mini-props/rounds/{round_.number}/committed/").json() == committed
+    assert client.get("/api/benchmarks/mini-props/leaderboard/").json()["count"] == 1
+
+
 def test_admin_round_page_links_its_universe_to_a_download_that_works(client, users, tmp_path):
     """The round's admin page links the universe file; following the link gives the file
     (uploads are not served under /media/, so a plain file-field link answered 404)."""

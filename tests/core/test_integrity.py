@@ -215,6 +215,39 @@ def test_a_closed_competition_keeps_its_deadline_on_reload(db, tmp_path):
     assert Round.objects.get(benchmark=benchmark).closes_at.year != 2099
 
 
+@pytest.mark.parametrize("deadline", ["2099-01-01T00:00:00Z", None])
+def test_the_same_bundle_reloads_after_an_early_close_and_its_truth_correction_rescores(
+        db, tmp_path, users, api_for, django_capture_on_commit_callbacks, deadline):
+    # The organiser's season: a bundle with a deadline (or none), closed early, revealed, then a measured value
+    # corrected in cases.csv and the same bundle loaded again, as the docs say to correct truth.
+    directory = write_properties_bundle(tmp_path / "b", ROWS, slug="sealed")
+    meta = json.loads((directory / "benchmark.json").read_text())
+    meta["closes_at"] = deadline
+    (directory / "benchmark.json").write_text(json.dumps(meta))
+    benchmark = benchmark_load_bundle(directory).benchmark
+    sub = post(api_for("owner"), "sealed", upload(RANKED), django_capture_on_commit_callbacks).json()["id"]
+    command("round_close", "sealed", "1")
+    closed_at = Round.objects.get(benchmark=benchmark).closes_at
+    command("reveal", "sealed")
+    assert "truth version 1" in command("load_benchmark", str(directory))  # the same folder: nothing changes
+
+    corrected = [dict(r, A=-r["A"]) if r["sequence_id"] == "s05" else r for r in ROWS]  # one public value fixed
+    write_properties_bundle(tmp_path / "b", corrected, slug="sealed")
+    (directory / "benchmark.json").write_text(json.dumps(meta))
+    with django_capture_on_commit_callbacks(execute=True):
+        out = command("load_benchmark", str(directory))
+    assert "truth version 2" in out and "1 submissions queued for rescoring" in out
+    round_ = Round.objects.get(benchmark=benchmark)
+    assert round_.closes_at == closed_at and round_.status == "closed"  # the close stands
+    rows = {r["case_id"]: r for r in api_for("owner").get(f"/api/submissions/{sub}/cases/").json()}
+    assert rows["s05"]["actual:A"] == -ROWS[5]["A"]
+    # A deadline other than the one it had is still a move, and still refused.
+    meta["closes_at"] = "2098-06-01T00:00:00Z"
+    (directory / "benchmark.json").write_text(json.dumps(meta))
+    with pytest.raises(CommandError, match="cannot move"):
+        command("load_benchmark", str(directory))
+
+
 # -- attack 2: truth or correctness of a ranked case before close ---------------------------------
 
 

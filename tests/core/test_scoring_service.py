@@ -181,6 +181,56 @@ def test_a_config_edited_in_the_admin_rescores_as_a_bundle_does(mini_bundle, use
     assert LeaderboardRow.objects.get(split="public", entrant=sub.entrant).score == pytest.approx(expected, abs=1e-12)
 
 
+def test_a_config_change_that_decides_no_score_rescores_nothing(mini_bundle, users, accept, client, tmp_path,
+                                                                django_capture_on_commit_callbacks):
+    # An organiser raises the upload limit and takes late submissions: no score can change, so no
+    # submission goes back to the queue (nor gets a "config changed" line in its history), by bundle or admin.
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    sub = accept(users["owner"], benchmark, submission_csv(MINI_ROWS))
+    history = list(sub.events.values_list("id", flat=True))
+    loosened = write_properties_bundle(tmp_path / "loosened", MINI_ROWS, extra_config={
+        "max_upload_bytes": 2 * 1024 * 1024, "late_submissions": True})
+    with django_capture_on_commit_callbacks(execute=True):
+        report = benchmark_load_bundle(loosened)
+    assert report.requeued == 0
+    benchmark.refresh_from_db()
+    assert benchmark.config["max_upload_bytes"] == 2 * 1024 * 1024 and benchmark.config["late_submissions"] is True
+    client.force_login(users["organiser"])
+    config = dict(benchmark.config, max_upload_bytes=3 * 1024 * 1024)
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = client.post(f"/admin/core/benchmark/{benchmark.pk}/change/", benchmark_change_form(benchmark, config))
+    assert resp.status_code == 302
+    benchmark.refresh_from_db()
+    assert benchmark.config["max_upload_bytes"] == 3 * 1024 * 1024
+    sub.refresh_from_db()
+    assert sub.status == "scored" and list(sub.events.values_list("id", flat=True)) == history
+    # A key that decides scores still rescores.
+    reweighed = write_properties_bundle(tmp_path / "reweighed", MINI_ROWS, extra_config={
+        "max_upload_bytes": 3 * 1024 * 1024, "late_submissions": True, "weights": {"spearman": 1.0, "recall": 0.0}})
+    with django_capture_on_commit_callbacks(execute=True):
+        assert benchmark_load_bundle(reweighed).requeued == 1
+
+
+def test_an_admin_config_that_cannot_score_the_stored_cases_is_refused_as_a_bundle_is(
+        mini_bundle, users, accept, client, tmp_path, django_capture_on_commit_callbacks):
+    # The private split has 3 cases: with recall_k 'floor' its top 10% is int(0.1 x 3) = 0 cases. A bundle
+    # saying so is refused; the admin must refuse it too, not rescore every submission into a failure.
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    sub = accept(users["owner"], benchmark, submission_csv(MINI_ROWS))
+    floor = write_properties_bundle(tmp_path / "floor", MINI_ROWS, extra_config={"recall_k": "floor"})
+    with pytest.raises(Exception, match="= 0 cases"):
+        benchmark_load_bundle(floor)
+    client.force_login(users["organiser"])
+    config = dict(benchmark.config, recall_k="floor")
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = client.post(f"/admin/core/benchmark/{benchmark.pk}/change/", benchmark_change_form(benchmark, config))
+    assert resp.status_code == 200 and "= 0 cases" in resp.content.decode()
+    benchmark.refresh_from_db()
+    assert benchmark.config["recall_k"] == "ceil"
+    sub.refresh_from_db()
+    assert sub.status == "scored" and LeaderboardRow.objects.filter(submission=sub, split="public").exists()
+
+
 def test_scoring_twice_is_a_no_op(mini_benchmark, users, accept):
     sub = accept(users["owner"], mini_benchmark, submission_csv(MINI_ROWS))
     before = list(Score.objects.filter(submission=sub).values_list("pk", flat=True))

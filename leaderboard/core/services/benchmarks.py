@@ -20,7 +20,7 @@ from scoring.kinds.base import CaseSet, Truth
 from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.models import Benchmark, Case, NotificationEvent, Round, Submission, TruthValue, TruthVersion
 from leaderboard.core.services.answers import SubmissionRejected
-from leaderboard.core.services.casedata import latest_truth_version
+from leaderboard.core.services.casedata import latest_truth_version, round_caseset, truth_for
 from leaderboard.core.services.deid import caseset_deidentify
 from leaderboard.core.services.leaderboards import leaderboard_refresh
 from leaderboard.core.services.notifications import benchmark_event_emit
@@ -173,7 +173,7 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
                 column="kind", file="benchmark.json")])
         if not created and (refused := config_change_refusal(benchmark, bundle.config)):
             raise BundleError(refused)
-        config_changed = not created and benchmark.config != bundle.config
+        config_changed = not created and config_changes_scores(kind, benchmark.config, bundle.config)
         benchmark.title = meta["title"]
         benchmark.description = meta.get("description", "")
         benchmark.credit = meta.get("credit", "").strip()
@@ -209,6 +209,29 @@ def benchmark_load_bundle(directory: str | Path, *, user=None) -> LoadReport:
             requeued = benchmark_rescore(benchmark=benchmark, reason=CONFIG_CHANGED)
         return LoadReport(benchmark=benchmark, created=created, truth_version=report[0], truth_changed=report[1],
                           cases=len(bundle.cases.cases), requeued=requeued, notes=notes)
+
+
+def config_changes_scores(kind, old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether replacing a static benchmark's config ``old`` by ``new`` can change a score or a rank: any
+    key changed but the kind's ``free_config_keys`` (an upload limit, late submissions). Only then are
+    its submissions rescored."""
+    return any(old.get(key) != new.get(key) for key in set(old) | set(new) if key not in kind.free_config_keys)
+
+
+def config_cases_refusal(benchmark: Benchmark, config: dict[str, Any]) -> list[RowError]:
+    """Why a static benchmark's stored cases and truth cannot be scored with ``config`` (validated by the
+    kind), as a bundle pairing them would be refused: empty when they can (or there is no truth yet).
+    A config edited alone (the admin) is checked here, before any submission is rescored with it."""
+    kind = benchmark.kind_impl
+    round_ = None if kind.is_round_kind else Round.objects.filter(benchmark=benchmark, is_permanent=True).first()
+    version = latest_truth_version(round_) if round_ is not None else None
+    if round_ is None or version is None:
+        return []
+    try:
+        kind.check_config_for_cases(config, cases=round_caseset(round_), truth=truth_for(version))
+    except ValidationFailed as exc:
+        return exc.errors
+    return []
 
 
 def config_change_refusal(benchmark: Benchmark, config: dict[str, Any], *, file: str | None = "benchmark.json",

@@ -15,6 +15,9 @@ from leaderboard.core.models import Benchmark, NotificationEvent, Round, Submiss
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.notifications import round_event_emit
 
+# ``Round.data`` key: the deadline a round had when it was closed before it (ISO 8601, or None for none).
+DEADLINE_BEFORE_CLOSE = "closes_at_before_close"
+
 
 def rounds_open(benchmark: Benchmark):
     """The rounds that take uploads, oldest first: open and holding cases (a universe). The one
@@ -167,6 +170,9 @@ def round_set_status(*, round_: Round, status: str) -> Round:
         if status == Round.Status.RESOLVED and not TruthVersion.objects.filter(round=round_, is_final=True).exists():
             raise SubmissionRejected([RowError("load the final truth before resolving the round")], status=409)
         if status == Round.Status.CLOSED and (round_.closes_at is None or round_.closes_at > now):
+            # The deadline this close came before is kept: a bundle naming it again is no move (round_set_deadline).
+            round_.data = {**(round_.data or {}), DEADLINE_BEFORE_CLOSE: (
+                None if round_.closes_at is None else round_.closes_at.isoformat())}
             round_.closes_at = now
         if status == Round.Status.CLOSED and round_.status == Round.Status.OPEN:
             # Under the round's row lock that uploads share: the list is final here.
@@ -186,14 +192,26 @@ def round_set_status(*, round_: Round, status: str) -> Round:
         return round_
 
 
+def _deadline_before_close(round_: Round, closes_at) -> bool:
+    """Whether ``closes_at`` is the deadline ``round_`` had until it was closed early: the bundle
+    loaded before the close, loaded again (a truth correction), names that one."""
+    data = round_.data or {}
+    if DEADLINE_BEFORE_CLOSE not in data or round_takes_submissions(round_):
+        return False
+    before = data[DEADLINE_BEFORE_CLOSE]
+    return (None if before is None else dt.datetime.fromisoformat(before)) == closes_at
+
+
 def round_deadline_refusal(round_: Round, closes_at) -> str | None:
     """Why ``round_``'s deadline may not become ``closes_at``; None when it may.
 
     A static competition's round whose deadline has passed, or that is
     closed, keeps it: its truth has been visible since, so it must never
-    take uploads again.
+    take uploads again. The deadline it had before an early close is no move
+    (``round_set_deadline`` keeps the moment it closed).
     """
-    if closes_at == round_.closes_at or not round_.is_permanent or round_takes_submissions(round_):
+    if (closes_at == round_.closes_at or not round_.is_permanent or round_takes_submissions(round_)
+            or _deadline_before_close(round_, closes_at)):
         return None
     return (round_closed_message(round_) + "; a closed competition's deadline cannot move (its truth has been "
             "shown since)")
@@ -202,14 +220,15 @@ def round_deadline_refusal(round_: Round, closes_at) -> str | None:
 def round_set_deadline(*, round_: Round, closes_at) -> Round:
     """Set (or clear, with None) when a round stops taking submissions.
 
-    Refused (409) where ``round_deadline_refusal`` says so. Side effects: ``closes_at`` saved.
+    Refused (409) where ``round_deadline_refusal`` says so; the deadline a round had before it was
+    closed early changes nothing (it keeps the moment it closed). Side effects: ``closes_at`` saved.
     """
     with transaction.atomic():
         round_ = Round.objects.select_for_update(of=("self",)).select_related("benchmark").get(pk=round_.pk)
         refusal = round_deadline_refusal(round_, closes_at)
         if refusal is not None:
             raise SubmissionRejected([RowError(refusal, column="closes_at")], status=409)
-        if closes_at != round_.closes_at:
+        if closes_at != round_.closes_at and not _deadline_before_close(round_, closes_at):
             round_.closes_at = closes_at
             round_.save(update_fields=["closes_at"])
         return round_

@@ -222,6 +222,11 @@ class PropertiesKind(Kind):
         _check_recall_k(cases, truth, cfg, errs)
         return Bundle(config=cfg, cases=CaseSet(cases), truth=Truth(values=truth))
 
+    def check_config_for_cases(self, config: Mapping[str, Any], *, cases: CaseSet, truth: Truth) -> None:
+        cfg = self.validate_config(config)
+        _check_recall_k(list(cases.cases), {c.case_id: truth.values.get(c.case_id) or {} for c in cases.cases},
+                        cfg, ErrorList())
+
     # -- submissions --------------------------------------------------------
     def parse_submission(
         self, data: bytes, *, filename: str, cases: CaseSet, config: Mapping[str, Any]
