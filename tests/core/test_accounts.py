@@ -270,6 +270,27 @@ def test_a_lookalike_in_full_width_letters_is_the_same_name(client, smtp_server,
     assert not get_user_model().objects.filter(username__icontains="wner").exclude(pk=users["owner"].pk).exists()
 
 
+def test_a_name_with_an_invisible_character_cannot_pass_for_another(client, smtp_server, mini_benchmark, users,
+                                                                    api_for):
+    # "ow\u200bner" (a zero-width space inside) and "\u202erenwo" (a right-to-left override: drawn as
+    # "owner") both read as "owner" on every board, yet were taken as new names for a team or an entrant.
+    from leaderboard.core.services.entrants import entrant_default
+
+    entrant_default(users["owner"])  # the entrant "owner" on the boards
+    for name in ("ow\u200bner", "\u202erenwo", "owner\u2060", "\ufeffowner", "own\u00ader", "ow\u3164ner"):
+        team = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": name}, format="json")
+        assert team.status_code == 400, (name, team.status_code)
+        assert "contains the invisible character U+" in team.json()["detail"], name
+        client.force_login(users["member"])
+        page = client.post("/accounts/profile/", {"action": "create_entrant", "name": name, "description": ""})
+        assert page.status_code == 400 and "invisible character" in page.content.decode(), name
+    assert Entrant.objects.filter(owner=users["member"]).count() == Entrant.objects.filter(
+        owner=users["member"], name__regex=r"^[ -~]+$").count()
+    # Letters of any script and the spaces between words are still names.
+    made = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": "Équipe Ørsted 東京"}, format="json")
+    assert made.status_code == 201 and made.json()["name"] == "Équipe Ørsted 東京"
+
+
 def test_a_mail_server_that_cannot_be_reached_is_said_on_the_page_not_a_server_error(client, db, settings):
     import socket
 
