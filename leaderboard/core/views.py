@@ -12,8 +12,9 @@ import markdown
 import nh3
 from allauth.account.views import SignupView
 from django.conf import settings
-from django.contrib import messages
-from django.contrib.auth import get_user_model, logout
+from django.contrib import admin, messages
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import REDIRECT_FIELD_NAME, get_user_model, logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.views import LoginView, LogoutView
@@ -814,6 +815,25 @@ class ThrottledLoginView(LoginView):
         if refused is not None:
             return refused
         return super().post(request, *args, **kwargs)
+
+
+def admin_login(request):
+    """The admin's login form behind the same per-address throttle as ``/accounts/login/`` (one budget
+    for both): it takes any account's password, so unthrottled it let anyone guess the organisers'
+    passwords without limit. A refusal is the admin's form again, saying when to try next, with 429."""
+    throttle = LoginThrottle()
+    if request.method == "POST" and not throttle.allow_request(request, None):
+        wait = int(throttle.wait() or 60)
+        messages.error(request, f"Too many login attempts from your address. Try again in {wait} second"
+                                f"{'' if wait == 1 else 's'}.")
+        response = render(request, "admin/login.html", {
+            **admin.site.each_context(request), "title": "Log in", "form": AdminAuthenticationForm(request),
+            "username": "",
+            "app_path": request.get_full_path(), REDIRECT_FIELD_NAME: request.GET.get(REDIRECT_FIELD_NAME, "")},
+            status=429)
+        response["Retry-After"] = str(wait)
+        return response
+    return admin.site.login(request)
 
 
 @login_required
