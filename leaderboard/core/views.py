@@ -25,7 +25,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
-from django.utils.cache import patch_vary_headers
+from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.utils.decorators import method_decorator
 from django.utils.safestring import mark_safe
 from django.views.decorators.csrf import csrf_exempt
@@ -861,7 +861,7 @@ def profile(request):
                     return redirect("profile")
                 except SubmissionRejected as exc:
                     entrant_form.add_error("name", exc.errors[0].message)
-    return render(request, "core/profile.html", {
+    response = render(request, "core/profile.html", {
         "tokens": list(ApiToken.objects.filter(user=request.user).order_by("-created_at", "-id")),
         "entrants": list(Entrant.objects.filter(owner=request.user, team__isnull=True).order_by("created_at", "id")),
         "teams": list(Team.objects.filter(memberships__user=request.user).select_related("entrant", "benchmark")
@@ -874,6 +874,10 @@ def profile(request):
         "token_form": token_form,
         "entrant_form": entrant_form,
     }, status=400 if token_form.errors or entrant_form.errors else 200)
+    if new_key is not None:
+        # The key is shown this once: no browser or proxy may keep the page (Back would show it again).
+        add_never_cache_headers(response)
+    return response
 
 
 @login_required
