@@ -11,6 +11,7 @@ from typing import Any
 import markdown
 import nh3
 from allauth.account.views import SignupView
+from allauth.core import ratelimit
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.forms import AdminAuthenticationForm
@@ -885,6 +886,14 @@ def profile(request):
 def account_delete_view(request):
     """Delete the account after the password is given again (``account_delete`` says what stays)."""
     form = AccountDeleteForm(request.POST or None, user=request.user)
+    # The password check is allauth's "reauthenticate" (ACCOUNT_RATE_LIMITS, per account): unlimited, it let
+    # whoever held a logged-in session guess the account's password here.
+    if request.method == "POST" and not ratelimit.consume(request, action="reauthenticate", user=request.user):
+        form = AccountDeleteForm(user=request.user)
+        messages.error(request, "Too many password attempts for this account. Try again in a minute.")
+        response = render(request, "account/account_delete.html", {"form": form}, status=429)
+        response["Retry-After"] = "60"
+        return response
     if request.method == "POST" and form.is_valid():
         username = request.user.username
         account_delete(user=request.user)

@@ -291,6 +291,23 @@ def test_a_name_with_an_invisible_character_cannot_pass_for_another(client, smtp
     assert made.status_code == 201 and made.json()["name"] == "Équipe Ørsted 東京"
 
 
+def test_the_delete_page_is_no_place_to_guess_a_password(client, users):
+    # The delete page checks the account's password; it took any number of guesses, so whoever held a
+    # logged-in session (a shared computer) could find the password there. Now it counts as allauth's
+    # other password re-entries do: ten a minute per account (ACCOUNT_RATE_LIMITS "reauthenticate").
+    client.force_login(users["member"])
+    codes = [client.post("/accounts/delete/", {"password": f"guess-{n}"}).status_code for n in range(10)]
+    assert codes == [400] * 10
+    refused = client.post("/accounts/delete/", {"password": "pw-member-123"})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "Too many password attempts" in refused.content.decode()
+    assert get_user_model().objects.get(pk=users["member"].pk).is_active  # the right password, not read
+    # Another account is not affected.
+    client.force_login(users["outsider"])
+    assert client.post("/accounts/delete/", {"password": "pw-outsider-123"}).status_code == 302
+    assert not get_user_model().objects.get(pk=users["outsider"].pk).is_active
+
+
 def test_a_mail_server_that_cannot_be_reached_is_said_on_the_page_not_a_server_error(client, db, settings):
     import socket
 
