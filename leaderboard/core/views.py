@@ -1059,7 +1059,7 @@ def notification_settings(request):
         except SubmissionRejected as exc:
             errors = [e.message for e in exc.errors]
     prefs = mail_preferences(request.user)
-    return render(request, "notifications/settings.html", {
+    response = render(request, "notifications/settings.html", {
         "kinds": [(k, label, prefs[k]) for k, label in NotificationEvent.Kind.choices],
         "webhooks": _webhooks_with_attempts(request.user, per_hook=5),
         "errors": errors, "created": created, "has_email": bool(request.user.email),
@@ -1068,6 +1068,9 @@ def notification_settings(request):
         "form_events": (request.POST.getlist("events") if errors and request.POST.get("action") == "add_webhook"
                         else None),
     }, status=400 if errors else 200)
+    if created is not None:
+        add_never_cache_headers(response)  # the secret is shown this once, as a new API token is
+    return response
 
 
 @login_required
