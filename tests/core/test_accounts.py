@@ -284,6 +284,10 @@ def test_a_name_with_an_invisible_character_cannot_pass_for_another(client, smtp
         client.force_login(users["member"])
         page = client.post("/accounts/profile/", {"action": "create_entrant", "name": name, "description": ""})
         assert page.status_code == 400 and "invisible character" in page.content.decode(), name
+    # A C1 control (U+0085 is a line break to some programs, U+009B starts a terminal escape) neither.
+    for name in ("owner\u0085x", "\u009b31mowner"):
+        team = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": name}, format="json")
+        assert team.status_code == 400 and "the control character U+" in team.json()["detail"], name
     assert Entrant.objects.filter(owner=users["member"]).count() == Entrant.objects.filter(
         owner=users["member"], name__regex=r"^[ -~]+$").count()
     # Letters of any script and the spaces between words are still names.

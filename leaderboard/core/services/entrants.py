@@ -73,6 +73,8 @@ def invisible_name_problem(name: str) -> str | None:
     """Why ``name`` may not be chosen (it holds a character that is not seen, or that reorders the
     text around it, so it could pass for another entrant's name), or None."""
     for char in name:
+        if unicodedata.category(char) == "Cc":  # the C1 controls (U+0080-U+009F; the C0 ones are refused before)
+            return f"contains the control character U+{ord(char):04X}; remove it"
         if unicodedata.category(char) == "Cf" or char in _INVISIBLE_LETTERS:
             return (f"contains the invisible character U+{ord(char):04X}, which would let the name pass for "
                     "another; remove it")
