@@ -289,10 +289,16 @@ def test_a_name_with_an_invisible_character_cannot_pass_for_another(client, smtp
         team = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": name}, format="json")
         assert team.status_code == 400 and "the control character U+" in team.json()["detail"], name
     assert Entrant.objects.filter(owner=users["member"]).count() == Entrant.objects.filter(
-        owner=users["member"], name__regex=r"^[ -~]+$").count()
+        owner=users["member"], name__regex=r"^[ -~]+$").count()  # nothing made of those names
     # Letters of any script and the spaces between words are still names.
     made = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": "Équipe Ørsted 東京"}, format="json")
     assert made.status_code == 201 and made.json()["name"] == "Équipe Ørsted 東京"
+    # The joiners that writing needs, between characters that are not ASCII: an emoji sequence, Persian.
+    for name in ("coders \U0001f469\u200d\U0001f4bb", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"):
+        entrant = client.post("/accounts/profile/", {"action": "create_entrant", "name": name, "description": ""})
+        assert entrant.status_code == 302 and Entrant.objects.filter(name=name).exists(), name
+    refused = api_for("outsider").post("/api/benchmarks/mini-props/teams/", {"name": "ow\u200dner"}, format="json")
+    assert refused.status_code == 400 and "U+200D" in refused.json()["detail"]
 
 
 def test_the_delete_page_is_no_place_to_guess_a_password(client, users):
