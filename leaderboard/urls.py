@@ -36,6 +36,8 @@ urlpatterns = [
     path("api/", include("leaderboard.core.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # The admin's login behind the login form's throttle (one budget for both), then the admin.
+    path("admin/login/", views.admin_login, name="admin_login"),
     path("admin/", admin.site.urls),
 ]
 

@@ -11,9 +11,11 @@ from typing import Any
 import markdown
 import nh3
 from allauth.account.views import SignupView
+from allauth.core import ratelimit
 from django.conf import settings
-from django.contrib import messages
-from django.contrib.auth import get_user_model, logout
+from django.contrib import admin, messages
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import REDIRECT_FIELD_NAME, get_user_model, logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.views import LoginView, LogoutView
@@ -24,7 +26,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
-from django.utils.cache import patch_vary_headers
+from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.utils.decorators import method_decorator
 from django.utils.safestring import mark_safe
 from django.views.decorators.csrf import csrf_exempt
@@ -816,6 +818,25 @@ class ThrottledLoginView(LoginView):
         return super().post(request, *args, **kwargs)
 
 
+def admin_login(request):
+    """The admin's login form behind the same per-address throttle as ``/accounts/login/`` (one budget
+    for both): it takes any account's password, so unthrottled it let anyone guess the organisers'
+    passwords without limit. A refusal is the admin's form again, saying when to try next, with 429."""
+    throttle = LoginThrottle()
+    if request.method == "POST" and not throttle.allow_request(request, None):
+        wait = int(throttle.wait() or 60)
+        messages.error(request, f"Too many login attempts from your address. Try again in {wait} second"
+                                f"{'' if wait == 1 else 's'}.")
+        response = render(request, "admin/login.html", {
+            **admin.site.each_context(request), "title": "Log in", "form": AdminAuthenticationForm(request),
+            "username": "",
+            "app_path": request.get_full_path(), REDIRECT_FIELD_NAME: request.GET.get(REDIRECT_FIELD_NAME, "")},
+            status=429)
+        response["Retry-After"] = str(wait)
+        return response
+    return admin.site.login(request)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def profile(request):
@@ -841,7 +862,7 @@ def profile(request):
                     return redirect("profile")
                 except SubmissionRejected as exc:
                     entrant_form.add_error("name", exc.errors[0].message)
-    return render(request, "core/profile.html", {
+    response = render(request, "core/profile.html", {
         "tokens": list(ApiToken.objects.filter(user=request.user).order_by("-created_at", "-id")),
         "entrants": list(Entrant.objects.filter(owner=request.user, team__isnull=True).order_by("created_at", "id")),
         "teams": list(Team.objects.filter(memberships__user=request.user).select_related("entrant", "benchmark")
@@ -854,6 +875,10 @@ def profile(request):
         "token_form": token_form,
         "entrant_form": entrant_form,
     }, status=400 if token_form.errors or entrant_form.errors else 200)
+    if new_key is not None:
+        # The key is shown this once: no browser or proxy may keep the page (Back would show it again).
+        add_never_cache_headers(response)
+    return response
 
 
 @login_required
@@ -861,6 +886,14 @@ def profile(request):
 def account_delete_view(request):
     """Delete the account after the password is given again (``account_delete`` says what stays)."""
     form = AccountDeleteForm(request.POST or None, user=request.user)
+    # The password check is allauth's "reauthenticate" (ACCOUNT_RATE_LIMITS, per account): unlimited, it let
+    # whoever held a logged-in session guess the account's password here.
+    if request.method == "POST" and not ratelimit.consume(request, action="reauthenticate", user=request.user):
+        form = AccountDeleteForm(user=request.user)
+        messages.error(request, "Too many password attempts for this account. Try again in a minute.")
+        response = render(request, "account/account_delete.html", {"form": form}, status=429)
+        response["Retry-After"] = "60"
+        return response
     if request.method == "POST" and form.is_valid():
         username = request.user.username
         account_delete(user=request.user)
@@ -1026,7 +1059,7 @@ def notification_settings(request):
         except SubmissionRejected as exc:
             errors = [e.message for e in exc.errors]
     prefs = mail_preferences(request.user)
-    return render(request, "notifications/settings.html", {
+    response = render(request, "notifications/settings.html", {
         "kinds": [(k, label, prefs[k]) for k, label in NotificationEvent.Kind.choices],
         "webhooks": _webhooks_with_attempts(request.user, per_hook=5),
         "errors": errors, "created": created, "has_email": bool(request.user.email),
@@ -1035,6 +1068,9 @@ def notification_settings(request):
         "form_events": (request.POST.getlist("events") if errors and request.POST.get("action") == "add_webhook"
                         else None),
     }, status=400 if errors else 200)
+    if created is not None:
+        add_never_cache_headers(response)  # the secret is shown this once, as a new API token is
+    return response
 
 
 @login_required

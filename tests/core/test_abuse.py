@@ -49,6 +49,28 @@ def test_abuse_random_forwarded_for_does_not_bypass_the_login_throttle(client, u
     assert codes == [200] * limit + [429]
 
 
+def test_abuse_the_admin_login_is_throttled_with_the_login_form(client, users):
+    # /admin/login/ takes any account's password and was not throttled at all: 25 wrong guesses at the
+    # organiser's password in a row were all answered, so the login form's limit could be walked around.
+    limit = _limit(LoginThrottle)
+    codes = [client.post("/admin/login/", {"username": "organiser", "password": f"guess-{n}"},
+                         REMOTE_ADDR="203.0.113.7").status_code for n in range(limit + 1)]
+    assert codes == [200] * limit + [429]
+    refused = client.post("/admin/login/", {"username": "organiser", "password": "pw-organiser-123"},
+                          REMOTE_ADDR="203.0.113.7")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "Too many login attempts" in refused.content.decode()
+    assert "_auth_user_id" not in client.session  # the right password, refused unread: not logged in
+    # One budget for both forms: the user's login form is refused from that address too...
+    assert client.post("/accounts/login/", {"username": "organiser", "password": "pw-organiser-123"},
+                       REMOTE_ADDR="203.0.113.7").status_code == 429
+    # ... and another address logs in to the admin.
+    other = client.post("/admin/login/?next=/admin/", {"username": "organiser", "password": "pw-organiser-123",
+                                                       "next": "/admin/"}, REMOTE_ADDR="198.51.100.1")
+    assert other.status_code == 302 and other["Location"] == "/admin/"
+    assert client.get("/admin/", REMOTE_ADDR="198.51.100.1").status_code == 200
+
+
 def test_abuse_random_forwarded_for_does_not_bypass_the_signup_throttle(client, db):
     limit = _limit(SignupThrottle)
     codes = []

@@ -270,6 +270,54 @@ def test_a_lookalike_in_full_width_letters_is_the_same_name(client, smtp_server,
     assert not get_user_model().objects.filter(username__icontains="wner").exclude(pk=users["owner"].pk).exists()
 
 
+def test_a_name_with_an_invisible_character_cannot_pass_for_another(client, smtp_server, mini_benchmark, users,
+                                                                    api_for):
+    # "ow\u200bner" (a zero-width space inside) and "\u202erenwo" (a right-to-left override: drawn as
+    # "owner") both read as "owner" on every board, yet were taken as new names for a team or an entrant.
+    from leaderboard.core.services.entrants import entrant_default
+
+    entrant_default(users["owner"])  # the entrant "owner" on the boards
+    for name in ("ow\u200bner", "\u202erenwo", "owner\u2060", "\ufeffowner", "own\u00ader", "ow\u3164ner"):
+        team = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": name}, format="json")
+        assert team.status_code == 400, (name, team.status_code)
+        assert "contains the invisible character U+" in team.json()["detail"], name
+        client.force_login(users["member"])
+        page = client.post("/accounts/profile/", {"action": "create_entrant", "name": name, "description": ""})
+        assert page.status_code == 400 and "invisible character" in page.content.decode(), name
+    # A C1 control (U+0085 is a line break to some programs, U+009B starts a terminal escape) neither.
+    for name in ("owner\u0085x", "\u009b31mowner"):
+        team = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": name}, format="json")
+        assert team.status_code == 400 and "the control character U+" in team.json()["detail"], name
+    assert Entrant.objects.filter(owner=users["member"]).count() == Entrant.objects.filter(
+        owner=users["member"], name__regex=r"^[ -~]+$").count()  # nothing made of those names
+    # Letters of any script and the spaces between words are still names.
+    made = api_for("member").post("/api/benchmarks/mini-props/teams/", {"name": "Équipe Ørsted 東京"}, format="json")
+    assert made.status_code == 201 and made.json()["name"] == "Équipe Ørsted 東京"
+    # The joiners that writing needs, between characters that are not ASCII: an emoji sequence, Persian.
+    for name in ("coders \U0001f469\u200d\U0001f4bb", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"):
+        entrant = client.post("/accounts/profile/", {"action": "create_entrant", "name": name, "description": ""})
+        assert entrant.status_code == 302 and Entrant.objects.filter(name=name).exists(), name
+    refused = api_for("outsider").post("/api/benchmarks/mini-props/teams/", {"name": "ow\u200dner"}, format="json")
+    assert refused.status_code == 400 and "U+200D" in refused.json()["detail"]
+
+
+def test_the_delete_page_is_no_place_to_guess_a_password(client, users):
+    # The delete page checks the account's password; it took any number of guesses, so whoever held a
+    # logged-in session (a shared computer) could find the password there. Now it counts as allauth's
+    # other password re-entries do: ten a minute per account (ACCOUNT_RATE_LIMITS "reauthenticate").
+    client.force_login(users["member"])
+    codes = [client.post("/accounts/delete/", {"password": f"guess-{n}"}).status_code for n in range(10)]
+    assert codes == [400] * 10
+    refused = client.post("/accounts/delete/", {"password": "pw-member-123"})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "Too many password attempts" in refused.content.decode()
+    assert get_user_model().objects.get(pk=users["member"].pk).is_active  # the right password, not read
+    # Another account is not affected.
+    client.force_login(users["outsider"])
+    assert client.post("/accounts/delete/", {"password": "pw-outsider-123"}).status_code == 302
+    assert not get_user_model().objects.get(pk=users["outsider"].pk).is_active
+
+
 def test_a_mail_server_that_cannot_be_reached_is_said_on_the_page_not_a_server_error(client, db, settings):
     import socket
 

@@ -324,6 +324,7 @@ def test_settings_page_saves_mail_choices_and_lists_webhooks(db, users, client, 
     added = client.post("/notifications/", {"action": "add_webhook", "url": receiver.url,
                                             "events": ["submission.scored"]})
     assert added.status_code == 200 and b"Webhook added" in added.content
+    assert "no-store" in added["Cache-Control"]  # the secret is on it, once: no browser or proxy keeps it
     refused = client.post("/notifications/", {"action": "add_webhook", "url": "not a url", "events": []})
     assert refused.status_code == 400 and b"webhook URL starts with https://" in refused.content
     upload_static(users["owner"], mini_benchmark)

@@ -137,7 +137,11 @@ def test_pages_logout_opened_by_address_shows_its_button_and_logs_out_only_on_po
 
 def test_pages_profile_creates_shows_once_and_revokes_tokens(client, users):
     client.force_login(users["owner"])
-    html = client.post("/accounts/profile/", {"action": "create_token", "name": "laptop"}).content.decode()
+    created = client.post("/accounts/profile/", {"action": "create_token", "name": "laptop"})
+    html = created.content.decode()
+    # The one page that shows the key may not be kept by the browser (Back showed the key again) or a proxy.
+    assert "no-store" in created["Cache-Control"] and "private" in created["Cache-Control"]
+    assert "no-store" not in client.get("/accounts/profile/").get("Cache-Control", "")  # only that answer
     token = ApiToken.objects.get(user=users["owner"])
     key = re.search(rf"\b{token.prefix}[0-9a-f]{{32}}\b", html).group(0)
     assert "laptop" in html

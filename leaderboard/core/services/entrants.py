@@ -63,6 +63,29 @@ DELETED_ENTRANT_PREFIX = "former-entrant-"
 DELETED_USERNAME_PREFIX = "deleted-"
 
 
+# Characters that draw nothing (or reorder what is drawn) in a name: Unicode's format characters (zero-width
+# space and joiners, soft hyphen, the bidirectional overrides and isolates, the byte-order mark) and the
+# blank Hangul fillers. "al\u200bice" reads as "alice" on every board while the name check sees another name.
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
+# The zero-width non-joiner and joiner are part of writing some names (Persian words; emoji such as
+# U+1F469 U+200D U+1F4BB): allowed between two characters that are not ASCII, never beside an ASCII one.
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def invisible_name_problem(name: str) -> str | None:
+    """Why ``name`` may not be chosen (it holds a character that is not seen, or that reorders the
+    text around it, so it could pass for another entrant's name), or None."""
+    for i, char in enumerate(name):
+        if char in _JOINERS and 0 < i < len(name) - 1 and not (name[i - 1].isascii() or name[i + 1].isascii()):
+            continue  # joining what it stands between, as in an emoji sequence or Persian script
+        if unicodedata.category(char) == "Cc":  # the C1 controls (U+0080-U+009F; the C0 ones are refused before)
+            return f"contains the control character U+{ord(char):04X}; remove it"
+        if unicodedata.category(char) == "Cf" or char in _INVISIBLE_LETTERS:
+            return (f"contains the invisible character U+{ord(char):04X}, which would let the name pass for "
+                    "another; remove it")
+    return None
+
+
 def reserved_name_problem(name: str, *, prefix: str = DELETED_ENTRANT_PREFIX) -> str | None:
     """Why ``name`` may not be chosen (it starts as a deleted account's names do), or None."""
     if name.strip().lower().startswith(prefix):
@@ -86,7 +109,7 @@ def entrant_create(*, owner, name: str, description: str = "") -> Entrant:
                    allow_newlines=True)
     except BadInput as exc:
         raise SubmissionRejected([RowError(f"the {exc.where} {exc.message}", column=exc.where)]) from None
-    reserved = reserved_name_problem(name)
+    reserved = reserved_name_problem(name) or invisible_name_problem(name)
     if reserved:
         raise SubmissionRejected([RowError(f"the name {name!r}: {reserved}", column="name")])
     taken = SubmissionRejected([RowError(f"the name {name!r} is taken", column="name")], status=409)
