@@ -75,7 +75,7 @@ from leaderboard.core.services.notifications import (
     webhook_enable,
     webhook_remove,
 )
-from leaderboard.core.services.predictions import predictions_source
+from leaderboard.core.services.predictions import STORE_RETRY_AFTER_SECONDS, predictions_source
 from leaderboard.core.services.rounds import round_takes_submissions, submissions_refusal
 from leaderboard.core.services.submissions import late_round, submission_select, submission_selectable_by
 from leaderboard.core.services.teams import invite_accept, invite_decline, team_create, team_invite, team_leave
@@ -578,6 +578,8 @@ def submit(request, slug):
                 unverified = "; ".join(e.message for e in exc.errors)
             else:
                 errors = [e.as_dict() for e in exc.errors]
+                if exc.status == 503:  # the upload could not be stored (disk full): try again later
+                    retry_after = STORE_RETRY_AFTER_SECONDS
         except QuotaExceeded as exc:
             limit, status, retry_after = exc, 429, exc.retry_after_seconds
         else:

@@ -70,3 +70,38 @@ def test_worker_killed_mid_task_still_ends_scored(mini_bundle, users):
     assert sub.status == "scored", log[-3000:]
     assert sub.attempts == 2
     assert [e.status for e in sub.events.all()] == ["queued", "scoring", "scoring", "scored"]
+
+
+def test_worker_a_submission_that_kills_every_worker_scoring_it_ends_failed(mini_bundle, users):
+    """A submission whose scoring kills its pool process each time (out of memory, say) is handed back
+    by the broker after each death. After SCORING_MAX_ATTEMPTS (3) attempts it must end `failed` with
+    a reason and its daily slot back, as docs/operations.md promises, not be retried forever."""
+    from leaderboard.core.quota import quota_remaining
+
+    _purge_broker()
+    benchmark = benchmark_load_bundle(mini_bundle).benchmark
+    owner = users["owner"]
+    before = quota_remaining(user=owner, benchmark=benchmark)
+    worker = start_worker({"SCORING_DELAY_SECONDS": "3"}, pool="prefork", concurrency=1)
+    try:
+        sub = submission_create(user=owner, benchmark=benchmark, data=submission_csv(MINI_ROWS),
+                                filename="p.csv").submission
+        assert quota_remaining(user=owner, benchmark=benchmark) == before - 1
+        for attempt in (1, 2, 3):
+            def scoring(attempt=attempt):
+                connection.close()
+                row = Submission.objects.filter(pk=sub.pk).values_list("status", "attempts").first()
+                return row == ("scoring", attempt)
+            wait_for(scoring, timeout=90, interval=0.2, message=f"attempt {attempt} to start")
+            for pid in worker_pids(worker):
+                os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: _status(sub.pk) in ("failed", "scored"), timeout=90, message="a final status")
+    finally:
+        log = stop_worker(worker)
+    sub.refresh_from_db()
+    assert sub.status == "failed", (sub.status, sub.attempts, log[-3000:])
+    assert sub.attempts == 3
+    assert "gave up after 3 scoring attempts" in sub.status_reason
+    assert "does not count against your daily limit" in sub.status_reason
+    assert not sub.counts_against_limit
+    assert quota_remaining(user=owner, benchmark=benchmark) == before

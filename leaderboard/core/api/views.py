@@ -31,7 +31,7 @@ from leaderboard.core.records import record_refusal
 from leaderboard.core.services.accounts import upload_refusal
 from leaderboard.core.services.answers import SubmissionRejected
 from leaderboard.core.services.idempotency import idempotency_key_check
-from leaderboard.core.services.predictions import UPLOAD_BODY_KEYS, predictions_source
+from leaderboard.core.services.predictions import STORE_RETRY_AFTER_SECONDS, UPLOAD_BODY_KEYS, predictions_source
 from leaderboard.core.services.rounds import current_rounds, round_takes_submissions, submissions_refusal
 from leaderboard.core.services.submissions import submission_select
 from leaderboard.core.services.uploads import submission_create
@@ -530,8 +530,10 @@ class SubmissionCreateOrList(APIView):
                                          note=note, **source.as_kwargs(), **kwargs)
         except SubmissionRejected as exc:
             remaining = quota_remaining(user=request.user, benchmark=b)
-            return error_response(exc.errors, exc.status, headers=daily_headers(b.daily_limit, remaining),
-                                  remaining_today=remaining)
+            headers = daily_headers(b.daily_limit, remaining)
+            if exc.status == 503:  # the upload could not be stored (disk full): try again later
+                headers["Retry-After"] = str(STORE_RETRY_AFTER_SECONDS)
+            return error_response(exc.errors, exc.status, headers=headers, remaining_today=remaining)
         except QuotaExceeded as exc:
             return error_response([RowError(exc.message)], status.HTTP_429_TOO_MANY_REQUESTS,
                                   headers={"Retry-After": str(exc.retry_after_seconds),

@@ -12,6 +12,8 @@ name (``display_name``) and the kind's payload (``payload_check``) as checked he
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,11 @@ from scoring.errors import RowError, ValidationFailed
 from leaderboard.core.inputs import BadInput, bad_input_errors, json_loads_checked, json_strings_check, text_problem
 from leaderboard.core.models import Benchmark, Submission
 from leaderboard.core.services.answers import SubmissionRejected
+
+log = logging.getLogger("leaderboard.submissions")
+
+# A disk that refused an upload (full, read-only): the 503's Retry-After.
+STORE_RETRY_AFTER_SECONDS = 60
 
 NOTHING_SENT = "send a file (multipart field 'file') or a JSON body with 'predictions'"
 
@@ -131,9 +138,23 @@ def upload_file_store(data: bytes, filename: str) -> str:
     Called before the transaction that stores the submission, so the database's write lock
     (on SQLite the whole file's) is never held while the disk takes the bytes; whoever
     calls it deletes the file (``upload_file_discard``) if that transaction does not commit.
+    A disk that is full or read-only refuses the upload with 503 (``STORE_RETRY_AFTER_SECONDS``)
+    naming the reason, with nothing stored or counted, rather than a bare 500; the operator gets an
+    ERROR line with the cause.
     """
     field = Submission._meta.get_field("file")
-    return field.storage.save(field.generate_filename(Submission(), filename or "upload"), ContentFile(data))
+    name = field.generate_filename(Submission(), filename or "upload")  # unique: a fresh uuid
+    try:
+        return field.storage.save(name, ContentFile(data))
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            field.storage.delete(name)  # what a full disk took of it
+        log.error("could not store an upload under %s (%s: %s); uploads are refused with 503 until it "
+                  "takes files again", getattr(field.storage, "location", "the media storage"), type(exc).__name__, exc.strerror or exc)
+        raise SubmissionRejected([RowError(
+            f"the server could not store your file just now ({exc.strerror or type(exc).__name__}); nothing "
+            "was stored or counted against your daily limit. Try again later; the organisers have been told.",
+            column="file")], status=503) from None
 
 
 def upload_file_discard(name: str) -> None:

@@ -235,6 +235,13 @@ def submission_score(*, submission_id: int) -> str | None:
             return None
         if sub.is_final:
             return None  # a duplicate delivery; the work is done
+        if sub.status == Status.SCORING and sub.attempts >= settings.SCORING_MAX_ATTEMPTS:
+            # Its last attempt never finished: the broker handed the task back after its worker
+            # died (killed, out of memory). A submission that kills every worker scoring it
+            # must end too, not take the pool down forever.
+            _fail(sub, f"gave up after {sub.attempts} scoring attempts; the last one never finished "
+                       "(the worker scoring it stopped: killed, out of memory, or restarted).", server_side=True)
+            return Status.FAILED
         attempt = sub.attempts + 1
         submission_set_status(sub, Status.SCORING, f"scoring (attempt {attempt})", attempts=attempt,
                               heartbeat_at=timezone.now())
