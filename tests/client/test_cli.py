@@ -276,3 +276,16 @@ def test_lb_webhook_add_and_remove_in_json(fake, lb):
     fake.add("POST", "/api/webhooks/7/deliveries/3/redeliver/", Reply(202, {"delivery": 3, "state": "pending"}))
     code, out, _ = lb("webhook", "deliveries", "7", "--redeliver", "3", "--format", "json")
     assert code == 0 and json.loads(out) == {"delivery": 3, "state": "pending"}
+
+
+def test_lb_submissions_marks_a_late_upload_late(fake, lb):
+    # A late upload is neither selected nor counted: the column says why it is not ranked.
+    fake.add("GET", f"/api/benchmarks/{SLUG}/submissions/", {"count": 2, "next": None, "previous": None, "rows": [
+        {"id": 8, "status": "scored", "entrant": "alice", "created_at": "2030-01-02T00:00:00Z", "late": True,
+         "scores": {"public": {"score": 0.5}}},
+        {"id": 7, "status": "scored", "entrant": "alice", "created_at": "2030-01-01T00:00:00Z", "counted": True,
+         "scores": {"public": {"score": 0.4}}}]})
+    fake.add("GET", f"/api/benchmarks/{SLUG}/", {"slug": SLUG, "ranking_metric": "score"})
+    code, out, _ = lb("submissions", SLUG, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and [(r["id"], r["final"]) for r in rows] == [("8", "late"), ("7", "counted")]

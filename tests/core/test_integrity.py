@@ -236,7 +236,7 @@ def test_the_same_bundle_reloads_after_an_early_close_and_its_truth_correction_r
     (directory / "benchmark.json").write_text(json.dumps(meta))
     with django_capture_on_commit_callbacks(execute=True):
         out = command("load_benchmark", str(directory))
-    assert "truth version 2" in out and "1 submissions queued for rescoring" in out
+    assert "truth version 2" in out and "1 submission queued for rescoring" in out
     round_ = Round.objects.get(benchmark=benchmark)
     assert round_.closes_at == closed_at and round_.status == "closed"  # the close stands
     rows = {r["case_id"]: r for r in api_for("owner").get(f"/api/submissions/{sub}/cases/").json()}

@@ -416,7 +416,8 @@ def cmd_submissions(client: Client, args: argparse.Namespace, out) -> int:
         splits.extend(split for split in sub.scores if split not in splits)
     columns = ["id", "received", "entrant", "status", *[f"{split} {metric}" for split in splits], "final", "note"]
     rows = [[s.id, s.created_at, s.entrant, s.status, *[s.scores.get(split, {}).get(metric) for split in splits],
-             "selected" if s.is_selected else ("counted" if s.counted else ""), s.note or ""] for s in subs]
+             "selected" if s.is_selected else ("counted" if s.counted else ("late" if s.late else "")), s.note or ""]
+            for s in subs]
     _emit(columns, rows, [s.raw for s in subs], args.format, out)
     if args.format == "table" and args.page is not None and count > len(subs):
         _err(f"page {args.page}: {len(subs)} of {count} submissions (--page N for another, or leave --page out "

@@ -56,7 +56,8 @@ class LoadReport:
         verb = "created" if self.created else "updated"
         truth = (f"truth version {self.truth_version} ({'new' if self.truth_changed else 'unchanged'})"
                  if self.truth_version else "no truth")
-        out = f"{verb} {self.benchmark.slug}: {self.cases} cases, {truth}, {self.requeued} submissions queued for rescoring"
+        queued = f"{self.requeued} submission{'' if self.requeued == 1 else 's'} queued for rescoring"
+        out = f"{verb} {self.benchmark.slug}: {self.cases} cases, {truth}, {queued}"
         return "\n".join([out, *self.notes])
 
 
