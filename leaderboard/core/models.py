@@ -168,6 +168,11 @@ class TruthVersion(models.Model):
     # scored_at is the idempotency marker; claimed but never scored is requeued by the sweep.
     scoring_claimed_at = models.DateTimeField(null=True, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
+    # Each claim is an attempt; after SCORING_MAX_ATTEMPTS unfinished ones (the scoring raised, or
+    # killed its worker) the version is given up: the sweep leaves it, and its page says why.
+    scoring_attempts = models.PositiveSmallIntegerField(default=0)
+    scoring_error = models.CharField(max_length=2000, blank=True)  # the last attempt's error, then why given up
+    scoring_gave_up_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
 

@@ -61,17 +61,24 @@ def sweep_stuck_submissions() -> dict[str, int] | None:
 
 @shared_task(bind=True, name=SCORE_ROUND_VERSION, acks_late=True, reject_on_worker_lost=True,
              ignore_result=True)
-def score_round_version(self, *, round_id: int, version: int) -> str | None:
+def score_round_version(self, *, round_id: int, version: int, after_outage: bool = False) -> str | None:
     # Idempotent per (round, version): a redelivery finds scored_at set, or redoes the work.
     # The heartbeat keeps the version's claim fresh while a long scoring runs, so the
-    # sweep requeues it only when this worker died.
+    # sweep requeues it only when this worker died. An attempt that raises is recorded (and
+    # counted: after SCORING_MAX_ATTEMPTS the version is given up, with its reason); one a
+    # database outage interrupted is retried without counting.
     try:
         with heartbeat(lambda: round_engine.round_version_heartbeat(round_id=round_id, version=version),
                        every=settings.SCORING_HEARTBEAT_SECONDS):
-            return round_engine.round_version_score(round_id=round_id, version=version)
+            return round_engine.round_version_score(round_id=round_id, version=version,
+                                                    count_attempt=not after_outage)
     except DATABASE_OUTAGE as exc:
         outage_report(exc, doing=f"scoring tasks retried {TASK_RETRY_SECONDS} s later")
-        raise self.retry(countdown=TASK_RETRY_SECONDS, max_retries=None) from None
+        raise self.retry(countdown=TASK_RETRY_SECONDS, max_retries=None,
+                         kwargs={"round_id": round_id, "version": version, "after_outage": True}) from None
+    except Exception as exc:
+        round_engine.round_version_failed(round_id=round_id, version=version, error=exc)
+        raise
 
 
 @shared_task(bind=True, name=SCORE_ROUND_TRUTH_FREE, acks_late=True, reject_on_worker_lost=True,

@@ -397,3 +397,54 @@ def test_closing_computes_the_pairwise_metrics_once_and_every_version_reads_them
         assert (got["mcwnm"], got["apcwnm"]) == pytest.approx(want[user], abs=1e-12)
     assert np.array_equal(np.frombuffer(bytes(RoundTruthFreeScores.objects.get(round=round_).data)).reshape(3, 2),
                           values)
+
+
+def test_a_version_whose_scoring_keeps_failing_is_given_up_with_its_reason(bench, users, client, settings, monkeypatch,
+                                                                          django_capture_on_commit_callbacks):
+    """A truth its kind cannot score (a fault in the scoring: every attempt raises) was claimed, failed
+    and requeued by the sweep for ever, its round showing "scoring…" and its submissions "waiting".
+    After SCORING_MAX_ATTEMPTS it is given up: the sweep leaves it, the page and API say so, and a
+    truth loaded again scores the round."""
+    from leaderboard.core import tasks
+    from leaderboard.core.services.round_engine import round_versions_sweep
+
+    gen = SignalsRound(40, seed=6)
+    round_ = round_open(benchmark=bench, data=gen.universe_csv(), filename="u.csv")
+    sub = upload(users["owner"], bench, gen.submission_csv(gen.predictions(1, 1)))
+    round_close(round_=round_)
+    with django_capture_on_commit_callbacks(execute=False):
+        tv = round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1, 1)), filename="t.csv", final=True)
+
+    def broken(self, inputs, config):
+        raise RuntimeError("cannot score this truth")
+
+    kind_class = type(bench.kind_impl)
+    monkeypatch.setattr(kind_class, "score_round_version", broken)
+    later = timezone.now() + dt.timedelta(hours=1)  # past every stall limit of the sweep
+    for attempt in range(1, settings.SCORING_MAX_ATTEMPTS + 1):
+        with pytest.raises(RuntimeError):
+            tasks.score_round_version(round_id=round_.pk, version=tv.version)
+        tv.refresh_from_db()
+        assert (tv.scoring_attempts, tv.scoring_claimed_at, tv.scoring_gave_up_at) == (attempt, None, None)
+        assert tv.scoring_error == "RuntimeError: cannot score this truth"
+    with django_capture_on_commit_callbacks(execute=True):  # the sweep's requeue runs at once
+        assert round_versions_sweep(now=later) == 1
+    tv.refresh_from_db()
+    assert tv.scored_at is None and tv.scoring_gave_up_at is not None
+    assert tv.scoring_error == ("gave up after 3 scoring attempts; the last one failed: "
+                                "RuntimeError: cannot score this truth")
+    assert round_versions_sweep(now=later) == 0  # never again
+    sub.refresh_from_db()
+    assert sub.status == "accepted" and "truth version 1 failed" in sub.status_reason
+    page = client.get(f"/b/{bench.slug}/rounds/{round_.number}/").content.decode()
+    assert "v1 final · scoring failed" in page and "failed after 3 attempts" in page
+    assert "cannot score this truth" not in page  # the error is the organiser's (log, admin), not the public's
+    detail = client.get(f"/api/benchmarks/{bench.slug}/rounds/{round_.number}/").json()
+    assert [(v["version"], v["scored"], v["scoring_failed"]) for v in detail["truth_versions"]] == [(1, False, True)]
+
+    # The cause fixed, the truth loaded again scores the round.
+    monkeypatch.undo()
+    with django_capture_on_commit_callbacks(execute=True):
+        round_truth_load(round_=round_, data=gen.truth_csv(gen.target(1, 1)), filename="t.csv", final=True)
+    sub.refresh_from_db()
+    assert sub.status == "scored" and Round.objects.get(pk=round_.pk).status == "resolved"

@@ -61,7 +61,8 @@ def round_detail(request, r: Round) -> dict:
         "universe_name": r.universe_name, "universe_sha256": r.universe_sha256,
         "universe_url": request.build_absolute_uri(reverse("api-round-universe", args=[r.benchmark.slug, r.number])),
         "truth_versions": [{"version": v.version, "interim": not v.is_final, "as_of": v.as_of,
-                            "scored": v.scored_at is not None} for v in selectors.round_truth_versions(r)],
+                            "scored": v.scored_at is not None, "scoring_failed": v.scoring_gave_up_at is not None}
+                           for v in selectors.round_truth_versions(r)],
         "audit": selectors.round_audit(r),
         "commitment": r.commitment or None,
         "record_url": (None if record_refusal(r) else request.build_absolute_uri(

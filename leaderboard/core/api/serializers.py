@@ -230,6 +230,8 @@ class TruthVersionSerializer(serializers.Serializer):
     interim = serializers.BooleanField()
     as_of = serializers.DateField(allow_null=True)
     scored = serializers.BooleanField()
+    scoring_failed = serializers.BooleanField(
+        required=False, help_text="scoring this version was given up after SCORING_MAX_ATTEMPTS attempts")
 
 
 class AuditSerializer(serializers.Serializer):

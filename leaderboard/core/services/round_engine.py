@@ -19,7 +19,7 @@ import numpy as np
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from scoring import csvfile
@@ -28,6 +28,7 @@ from scoring.kinds import get_kind, kind_names
 from scoring.kinds.base import STANDINGS_MIN_ROUNDS, RoundInputs, RoundResult, RoundTruth, Universe
 from scoring.metrics_uncertainty import board_seed
 
+from leaderboard.core.boardcache import boards_changed
 from leaderboard.core.bulk import bulk_insert
 from leaderboard.core.models import (
     Benchmark,
@@ -423,7 +424,7 @@ def round_truth_load(*, round_: Round, data: bytes, filename: str, final: bool, 
 
 # -- whole-round scoring ----------------------------------------------------------------
 
-def round_version_score(*, round_id: int, version: int) -> str | None:
+def round_version_score(*, round_id: int, version: int, count_attempt: bool = True) -> str | None:
     """Score every counted submission of a round against one truth version; idempotent.
 
     Returns "scored", or None when there was nothing to do (gone, or done by an
@@ -434,6 +435,11 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
     worker killed before that commit leaves the previous board in place; the
     redelivered task (or the sweep) does it again. The time taken is added to
     ``leaderboard_round_scoring_seconds`` (/metrics).
+
+    Each claim counts an attempt (``count_attempt`` False: the retry of one a database outage
+    interrupted, which says nothing of the version); past ``SCORING_MAX_ATTEMPTS`` the version is
+    given up with its reason (``_version_give_up``), so a truth that crashes its scoring or kills
+    its worker cannot be retried for ever. Returns "failed" then.
     """
     with transaction.atomic():
         tv = (TruthVersion.objects.select_for_update().select_related("round__benchmark")
@@ -441,7 +447,7 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
         if tv is None:
             log.info("round %s version %s is gone; nothing to score", round_id, version)
             return None
-        if tv.scored_at is not None:
+        if tv.scored_at is not None or tv.scoring_gave_up_at is not None:
             return None
         now = timezone.now()
         fresh = now - dt.timedelta(seconds=settings.SCORING_HEARTBEAT_TIMEOUT_SECONDS)
@@ -451,7 +457,11 @@ def round_version_score(*, round_id: int, version: int) -> str | None:
             # requeues the version once the claim goes stale.
             log.info("round %s version %s is being scored by another worker", round_id, version)
             return None
-        TruthVersion.objects.filter(pk=tv.pk).update(scoring_claimed_at=now)
+        if tv.scoring_attempts >= settings.SCORING_MAX_ATTEMPTS:
+            _version_give_up(tv, now)
+            return "failed"
+        TruthVersion.objects.filter(pk=tv.pk).update(
+            scoring_claimed_at=now, scoring_attempts=F("scoring_attempts") + (1 if count_attempt else 0))
 
     started, started_cpu = time.perf_counter(), time.process_time()
     round_ = tv.round
@@ -669,6 +679,32 @@ def standings_refresh(*, benchmark: Benchmark, track: str = "") -> int:
     return written
 
 
+def _version_give_up(tv: TruthVersion, now: dt.datetime) -> None:
+    """Stop scoring ``tv`` after ``SCORING_MAX_ATTEMPTS`` attempts that never finished (each raised,
+    or its worker died): the sweep leaves it, the round page and API say why, and the counted
+    submissions still waiting say it too. Loading the truth again (a new version) scores the round."""
+    last = (f"the last one failed: {tv.scoring_error}" if tv.scoring_error
+            else "the last one never finished (its worker stopped: killed, out of memory or restarted)")
+    reason = f"gave up after {tv.scoring_attempts} scoring attempts; {last}"[:2000]
+    TruthVersion.objects.filter(pk=tv.pk).update(scoring_gave_up_at=now, scoring_claimed_at=None, scoring_error=reason)
+    tv.scoring_gave_up_at, tv.scoring_error = now, reason
+    log.error("round %s truth version %s: %s", tv.round_id, tv.version, reason)
+    boards_changed(tv.round.benchmark_id)  # its pages, cached whole, say so at once
+    waiting = list(Submission.objects.filter(round_id=tv.round_id, is_counted=True, status=Status.ACCEPTED)
+                   .values_list("pk", flat=True))
+    submissions_set_status_bulk(
+        waiting, Status.ACCEPTED,
+        f"waiting: scoring the round against truth version {tv.version} failed; the organiser is told and "
+        "loads the truth again")
+
+
+def round_version_failed(*, round_id: int, version: int, error: BaseException) -> None:
+    """Record why an attempt to score a version raised, and release its claim: the sweep tries it
+    again (``round_versions_sweep``) until ``SCORING_MAX_ATTEMPTS``, when it is given up with this reason."""
+    TruthVersion.objects.filter(round_id=round_id, version=version, scored_at__isnull=True).update(
+        scoring_claimed_at=None, scoring_error=f"{type(error).__name__}: {error}"[:1000])
+
+
 def round_version_heartbeat(*, round_id: int, version: int) -> None:
     """Refresh the claim of a version being scored (the worker is alive; see ``leaderboard.core.heartbeat``)."""
     TruthVersion.objects.filter(round_id=round_id, version=version, scored_at__isnull=True).update(
@@ -682,7 +718,8 @@ def round_versions_sweep(*, now: dt.datetime | None = None) -> int:
     now = now or timezone.now()
     stale = now - dt.timedelta(seconds=settings.SCORING_HEARTBEAT_TIMEOUT_SECONDS)
     cutoff = now - dt.timedelta(seconds=settings.SCORING_STUCK_AFTER_SECONDS)
-    stalled = TruthVersion.objects.filter(scored_at__isnull=True, round__universe_size__gt=0).filter(
+    stalled = TruthVersion.objects.filter(scored_at__isnull=True, scoring_gave_up_at__isnull=True,
+                                          round__universe_size__gt=0).filter(
         Q(scoring_claimed_at__lt=stale) | Q(scoring_claimed_at__isnull=True, created_at__lt=cutoff)
     ).order_by("created_at", "id").values_list("round_id", "version")
     count = 0
