@@ -160,11 +160,12 @@ class BenchmarkAdmin(admin.ModelAdmin):
         """Saved as edited; a static benchmark whose config changed is rescored, as a bundle's would be
         (a round benchmark's scoring keys cannot change once a round has truth: ``BenchmarkForm``)."""
         super().save_model(request, obj, form, change)
-        if (change and "config" in form.changed_data and not obj.kind_impl.is_round_kind
-                and config_changes_scores(obj.kind_impl, form.initial.get("config") or {}, obj.config)):
+        if not change or "config" not in form.changed_data or obj.kind_impl.is_round_kind:
+            return
+        if config_changes_scores(obj.kind_impl, form.initial.get("config") or {}, obj.config):
             n = benchmark_rescore(benchmark=obj, reason=CONFIG_CHANGED)
             self.message_user(request, f"The config changed: {n} submission(s) queued for rescoring.")
-        elif change and "config" in form.changed_data and not obj.kind_impl.is_round_kind:
+        else:
             self.message_user(request, "The config changed in keys that decide no score: nothing to rescore.")
     list_filter = ("kind", "is_published")
     search_fields = ("slug", "title")

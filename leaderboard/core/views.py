@@ -767,11 +767,15 @@ def submission_select_view(request, pk):
     return redirect("submission_detail", pk=sub.pk)
 
 
-def _throttled(request, throttle, template: str, context: dict):
-    """The form page again with 429 and Retry-After, when ``throttle`` refuses this client address."""
+def _throttled(request, throttle, template: str, context: dict, *, say: str | None = None):
+    """The form page again with 429 and Retry-After, when ``throttle`` refuses this client address.
+    The template says so from ``throttled`` (the wait in seconds); one that does not know it (the
+    admin's own) is given ``say``, formatted with ``{wait}`` and ``{s}``, as an error message."""
     if throttle.allow_request(request, None):
         return None
     wait = int(throttle.wait() or 60)
+    if say is not None:
+        messages.error(request, say.format(wait=wait, s="" if wait == 1 else "s"))
     response = render(request, template, {**context, "throttled": wait}, status=429)
     response["Retry-After"] = str(wait)
     return response
@@ -824,18 +828,14 @@ def admin_login(request):
     """The admin's login form behind the same per-address throttle as ``/accounts/login/`` (one budget
     for both): it takes any account's password, so unthrottled it let anyone guess the organisers'
     passwords without limit. A refusal is the admin's form again, saying when to try next, with 429."""
-    throttle = LoginThrottle()
-    if request.method == "POST" and not throttle.allow_request(request, None):
-        wait = int(throttle.wait() or 60)
-        messages.error(request, f"Too many login attempts from your address. Try again in {wait} second"
-                                f"{'' if wait == 1 else 's'}.")
-        response = render(request, "admin/login.html", {
+    if request.method == "POST":
+        refused = _throttled(request, LoginThrottle(), "admin/login.html", {
             **admin.site.each_context(request), "title": "Log in", "form": AdminAuthenticationForm(request),
             "username": "",
             "app_path": request.get_full_path(), REDIRECT_FIELD_NAME: request.GET.get(REDIRECT_FIELD_NAME, "")},
-            status=429)
-        response["Retry-After"] = str(wait)
-        return response
+            say="Too many login attempts from your address. Try again in {wait} second{s}.")
+        if refused is not None:
+            return refused
     return admin.site.login(request)
 
 

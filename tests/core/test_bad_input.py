@@ -27,14 +27,8 @@ def test_bad_input_round_board_pages_refuse_bad_paging(tmp_path, client, db):
     assert response.status_code == 400 and "page must be between 1" in response.content.decode()
 
 
-def test_bad_input_dates_that_do_not_exist_are_refused_by_name(tmp_path, db, api_for):
-    """`truth_load --as-of 2026-13-45` ended in a raw ValueError; the API's as_of and closes_at in a 500."""
-    from io import StringIO
-
-    from django.core.files.uploadedfile import SimpleUploadedFile
-    from django.core.management import CommandError, call_command
-
-    from leaderboard.core.services.rounds import round_set_status
+def _signals_files(tmp_path):
+    """A signals benchmark, its round generator, and a universe and a truth file written to ``tmp_path``."""
     from tests.support.signals import SignalsRound, signals_benchmark
 
     benchmark = signals_benchmark(tmp_path)
@@ -43,6 +37,19 @@ def test_bad_input_dates_that_do_not_exist_are_refused_by_name(tmp_path, db, api
     universe.write_bytes(gen.universe_csv())
     truth = tmp_path / "t.csv"
     truth.write_bytes(gen.truth_csv(gen.target(1, 1)))
+    return benchmark, gen, universe, truth
+
+
+def test_bad_input_dates_that_do_not_exist_are_refused_by_name(tmp_path, db, api_for):
+    """`truth_load --as-of 2026-13-45` ended in a raw ValueError; the API's as_of and closes_at in a 500."""
+    from io import StringIO
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.core.management import CommandError, call_command
+
+    from leaderboard.core.services.rounds import round_set_status
+
+    benchmark, gen, universe, truth = _signals_files(tmp_path)
     with pytest.raises(CommandError, match=r"--closes-at '2026-02-30T10:00:00Z' is not an ISO 8601 time"):
         call_command("round_open", benchmark.slug, str(universe), "--closes-at", "2026-02-30T10:00:00Z")
     call_command("round_open", benchmark.slug, str(universe), stdout=StringIO(), stderr=StringIO())
@@ -209,14 +216,8 @@ def test_bad_input_round_commands_name_the_option_that_is_missing(tmp_path, db):
     from django.core.management import CommandError, call_command
 
     from leaderboard.core.services.rounds import round_set_status
-    from tests.support.signals import SignalsRound, signals_benchmark
 
-    benchmark = signals_benchmark(tmp_path)
-    gen = SignalsRound(20, seed=3)
-    universe = tmp_path / "u.csv"
-    universe.write_bytes(gen.universe_csv())
-    truth = tmp_path / "t.csv"
-    truth.write_bytes(gen.truth_csv(gen.target(1, 1)))
+    benchmark, gen, universe, truth = _signals_files(tmp_path)
     call_command("round_open", benchmark.slug, str(universe), stdout=StringIO(), stderr=StringIO())
     round_set_status(round_=benchmark.rounds.get(number=1), status="closed")
     with pytest.raises(CommandError) as refused:
